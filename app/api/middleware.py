@@ -1,0 +1,136 @@
+"""Pure ASGI middleware: request body limit, request ids, metrics and access logs.
+
+Pure ASGI (not BaseHTTPMiddleware) so streamed SSE responses pass through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.observability import metrics
+from app.observability.logs import request_id_var
+
+log = logging.getLogger("hermes.access")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _error_bytes(code: str, message: str, **details: Any) -> bytes:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return json.dumps(body).encode()
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                too_big = int(declared) > self.max_bytes
+            except ValueError:
+                too_big = False
+            if too_big:
+                await self._reject(send)
+                return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        body = _error_bytes(
+            "payload_too_large",
+            f"the request body is larger than {self.max_bytes} bytes",
+            max_bytes=self.max_bytes,
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+class ObservabilityMiddleware:
+    """Request id (X-Request-ID in and out), per-route metrics, one access log line."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        incoming = headers.get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if 0 < len(incoming) <= 64 else secrets.token_hex(8)
+        token = request_id_var.set(request_id)
+        start = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode()))
+                route = scope.get("route")
+                path = getattr(route, "path", "unmatched")
+                metrics.HTTP_SECONDS.labels(route=path).observe(time.perf_counter() - start)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", "unmatched")
+            metrics.HTTP_REQUESTS.labels(
+                route=path, method=scope["method"], status=str(status)
+            ).inc()
+            log.info(
+                "%s %s %s",
+                scope["method"],
+                path,
+                status,
+                extra={"duration_ms": round((time.perf_counter() - start) * 1000, 2)},
+            )
+            request_id_var.reset(token)

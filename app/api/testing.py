@@ -1,0 +1,160 @@
+"""Run the real service on 127.0.0.1 inside the current event loop, and read SSE like a browser.
+
+Shared by tests, benchmarks and demos: `async with serve(settings) as svc:` gives a base URL,
+the runtime, and an httpx client pointed at a real socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+
+from app.llm.gateway import ChatModel
+from app.main import create_app
+from app.runtime import Runtime
+from app.settings import Settings
+
+
+@dataclass
+class LiveService:
+    base_url: str
+    runtime: Runtime
+    client: httpx.AsyncClient
+    server: uvicorn.Server
+
+
+@contextlib.asynccontextmanager
+async def serve(settings: Settings, *, model: ChatModel | None = None) -> AsyncIterator[LiveService]:
+    app = create_app(settings, model=model)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", loop="asyncio"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("the service stopped during start-up")
+            await asyncio.sleep(0.005)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        base = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=base, timeout=30.0) as client:
+            yield LiveService(base, app.state.runtime, client, server)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=30)
+
+
+@dataclass
+class SseEvent:
+    id: str | None
+    event: str
+    data: Any
+    raw: str = ""
+
+
+@dataclass
+class SseReader:
+    """Incremental parser following the WHATWG EventSource rules (id, event, data, comments)."""
+
+    buffer: str = ""
+    last_event_id: str | None = None
+    retry_ms: int | None = None
+    comments: int = 0
+    _data: list[str] = field(default_factory=list)
+    _event: str = ""
+    _id: str | None = None
+
+    def feed(self, chunk: str) -> list[SseEvent]:
+        self.buffer += chunk
+        out: list[SseEvent] = []
+        while True:
+            idx = min((i for i in (self.buffer.find("\n"), self.buffer.find("\r")) if i >= 0),
+                      default=-1)
+            if idx < 0:
+                return out
+            line = self.buffer[:idx]
+            skip = 2 if self.buffer[idx : idx + 2] == "\r\n" else 1
+            self.buffer = self.buffer[idx + skip :]
+            event = self._line(line)
+            if event is not None:
+                out.append(event)
+
+    def _line(self, line: str) -> SseEvent | None:
+        if line == "":
+            if self._id is not None:
+                self.last_event_id = self._id
+            if not self._data:
+                self._event = ""
+                return None
+            raw = "\n".join(self._data)
+            event = SseEvent(self.last_event_id, self._event or "message", _json(raw), raw)
+            self._data, self._event = [], ""
+            return event
+        if line.startswith(":"):
+            self.comments += 1
+            return None
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        elif name == "retry" and value.isdigit():
+            self.retry_ms = int(value)
+        return None
+
+
+def _json(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+async def read_events(
+    response: httpx.Response, *, until: str | None = None, limit: int | None = None
+) -> AsyncIterator[SseEvent]:
+    """Events from a streaming response, ending after an event of type `until` (if given)."""
+    reader = SseReader()
+    count = 0
+    async for chunk in response.aiter_text():
+        for event in reader.feed(chunk):
+            yield event
+            count += 1
+            if (until is not None and event.event == until) or (limit and count >= limit):
+                return
+
+
+TERMINAL = ("turn.completed", "turn.failed")
+
+
+async def stream_turn(
+    client: httpx.AsyncClient, session_id: str, content: str, **extra: Any
+) -> list[SseEvent]:
+    """POST a message with Accept: text/event-stream and collect events to the turn's end."""
+    events: list[SseEvent] = []
+    async with client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": content, **extra},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise AssertionError(f"{response.status_code}: {response.text}")
+        async for event in read_events(response):
+            events.append(event)
+            if event.event in TERMINAL:
+                break
+    return events

@@ -1,0 +1,66 @@
+"""The `hermes` command: `hermes serve`, and the NLU tools."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.db:
+        os.environ["HERMES_DB_PATH"] = str(args.db)
+    from app.settings import ConfigError, load_settings
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    from app.main import create_app
+    from app.observability.logs import configure_logging
+
+    configure_logging(settings.log_level, settings.log_json)
+    from app.runtime import preflight
+    from app.tools.loader import ToolsFileError
+
+    try:
+        preflight(settings)
+    except ToolsFileError as exc:
+        print(f"hermes: cannot start: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=15,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hermes", description="Hermes Agent")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db", type=Path, help="SQLite database file (HERMES_DB_PATH)")
+    serve.set_defaults(func=_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The agent loop of one turn, as a small typed state machine.
+
+Each round asks the model and gets one of a closed set of steps back: `FinalReply` ends the
+turn, `CallTools` runs the tools and goes round again. The number of tool rounds is capped;
+hitting the cap ends the turn with a graceful reply instead of an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from app.conversation.emitter import TurnEmitter
+from app.conversation.tokens import has_cjk
+from app.llm.gateway import ChatModel, ModelReply, ModelRequest, RequestedToolCall, collect
+from app.tools.context import TurnScope
+from app.tools.executor import ToolExecutor
+from app.tools.results import ToolResult
+from app.tools.spec import ToolSpec
+
+MAX_ROUNDS_REPLY = {
+    "en": (
+        "I'm sorry, I couldn't finish this request within the steps I'm allowed. "
+        "A colleague can pick it up from here; could you tell me what matters most?"
+    ),
+    "zh": (
+        "抱歉，这个请求在允许的步骤内没能完成。"
+        "我可以为您转接人工客服，或者请告诉我最需要先处理的事项。"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FinalReply:
+    text: str
+
+
+@dataclass(frozen=True)
+class CallTools:
+    calls: list[RequestedToolCall]
+    text: str
+
+
+Step = FinalReply | CallTools
+
+
+class Transcript(Protocol):
+    """Where the loop records the messages of the turn as they happen."""
+
+    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None: ...
+
+    async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None: ...
+
+
+@dataclass
+class TurnRun:
+    messages: list[dict[str, Any]]
+    tools: list[ToolSpec]
+    scope: TurnScope
+    emitter: TurnEmitter
+    transcript: Transcript
+    user_text: str = ""
+
+
+@dataclass
+class TurnOutcome:
+    text: str
+    stopped: Literal["final", "max_rounds"]
+    rounds: int = 0
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    max_rounds: int = 8
+    max_tokens: int = 2000
+    temperature_tools: float = 0.1
+    temperature_text: float = 0.7
+
+
+class AgentLoop:
+    def __init__(self, model: ChatModel, executor: ToolExecutor, limits: LoopLimits) -> None:
+        self.model = model
+        self.executor = executor
+        self.limits = limits
+
+    async def run(self, run: TurnRun) -> TurnOutcome:
+        outcome = TurnOutcome(text="", stopped="final")
+        while True:
+            reply = await self._ask(run)
+            outcome.model = reply.model or outcome.model
+            outcome.prompt_tokens += reply.prompt_tokens
+            outcome.completion_tokens += reply.completion_tokens
+            match self._decide(reply):
+                case FinalReply(text=text):
+                    outcome.text = text
+                    return outcome
+                case CallTools(calls=calls, text=text):
+                    outcome.rounds += 1
+                    await self._run_tools(run, calls, text)
+                    if outcome.rounds >= self.limits.max_rounds:
+                        outcome.text = MAX_ROUNDS_REPLY["zh" if has_cjk(run.user_text) else "en"]
+                        outcome.stopped = "max_rounds"
+                        return outcome
+
+    @staticmethod
+    def _decide(reply: ModelReply) -> Step:
+        if reply.tool_calls:
+            return CallTools(reply.tool_calls, reply.text)
+        return FinalReply(reply.text)
+
+    async def _ask(self, run: TurnRun) -> ModelReply:
+        tools = [t.model_schema() for t in run.tools] or None
+        request = ModelRequest(
+            messages=run.messages,
+            tools=tools,
+            phase="tools" if tools else "text",
+            temperature=self.limits.temperature_tools if tools else self.limits.temperature_text,
+            max_tokens=self.limits.max_tokens,
+            metadata={"session_id": run.scope.session_id, "turn_id": run.scope.turn_id},
+        )
+
+        async def on_text(piece: str) -> None:
+            run.emitter.delta(piece)
+
+        reply = await collect(self.model.stream(request), on_text)
+        await run.emitter.settle()
+        return reply
+
+    async def _run_tools(self, run: TurnRun, calls: list[RequestedToolCall], text: str) -> None:
+        await run.transcript.assistant_calls(text, calls)
+        run.messages.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": [c.as_message_part() for c in calls],
+            }
+        )
+        results = await self.executor.run_calls(calls, run.scope, run.emitter)
+        for call, result in zip(calls, results, strict=True):
+            await run.transcript.tool_result(call, result)
+            run.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": result.model_content(),
+                }
+            )

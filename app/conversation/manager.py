@@ -1,0 +1,141 @@
+"""One worker per busy session runs its turns in order; nothing is held for idle sessions.
+
+A turn runs as a task of its own, not as part of the HTTP request that brought it: a client
+that disconnects does not cancel it, and anyone may follow it through the event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from app.conversation.runner import TurnRunner
+from app.errors import ServiceError, UpstreamLLMError
+from app.observability import metrics
+from app.storage.records import Turn
+from app.storage.sessions import SessionStore
+from app.storage.turns import TurnStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Worker:
+    task: asyncio.Task[None] | None = None
+    dirty: bool = False
+    current: Turn | None = None
+    turn_task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class TurnManager:
+    def __init__(
+        self,
+        *,
+        turns: TurnStore,
+        sessions: SessionStore,
+        runner: TurnRunner,
+        turn_timeout_s: float,
+    ) -> None:
+        self.turns = turns
+        self.sessions = sessions
+        self.runner = runner
+        self.turn_timeout_s = turn_timeout_s
+        self._workers: dict[str, _Worker] = {}
+        self._closing = False
+
+    def wake(self, session_id: str) -> None:
+        """Make sure a worker will look for queued turns of this session."""
+        if self._closing:
+            return
+        worker = self._workers.get(session_id)
+        if worker is not None:
+            worker.dirty = True
+            return
+        worker = _Worker()
+        self._workers[session_id] = worker
+        worker.task = asyncio.create_task(
+            self._work(session_id, worker), name=f"turns:{session_id}"
+        )
+
+    def running(self, session_id: str) -> Turn | None:
+        worker = self._workers.get(session_id)
+        return worker.current if worker else None
+
+    def active_sessions(self) -> int:
+        return len(self._workers)
+
+    async def _work(self, session_id: str, worker: _Worker) -> None:
+        try:
+            while not self._closing:
+                worker.dirty = False
+                turn = await self.turns.claim_next(session_id)
+                if turn is None:
+                    if worker.dirty:
+                        continue
+                    return
+                worker.current = turn
+                try:
+                    await self._run(turn)
+                finally:
+                    worker.current = None
+        finally:
+            if self._workers.get(session_id) is worker:
+                del self._workers[session_id]
+
+    async def _run(self, turn: Turn) -> None:
+        started = asyncio.get_running_loop().time()
+        status = "failed"
+        try:
+            session = await self.sessions.find(turn.tenant_id, turn.session_id)
+            if session is None:
+                return  # deleted while queued
+            async with asyncio.timeout(self.turn_timeout_s):
+                await self.runner.run(turn, session.user_id)
+            status = "completed"
+        except TimeoutError:
+            await self.turns.fail(
+                turn, "turn_timeout", f"the turn did not finish within {self.turn_timeout_s:g}s"
+            )
+        except UpstreamLLMError as exc:
+            await self.turns.fail(turn, exc.code, exc.message)
+        except ServiceError as exc:
+            await self.turns.fail(turn, exc.code, exc.message)
+        except asyncio.CancelledError:
+            if self._closing:
+                await self.turns.fail(
+                    turn, "interrupted", "the service shut down before this turn finished"
+                )
+            else:
+                await self.turns.fail(turn, "cancelled", "the turn was cancelled")
+            raise
+        except Exception:
+            log.exception("turn %s failed unexpectedly", turn.id)
+            await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
+        finally:
+            metrics.TURNS.labels(status=status).inc()
+            metrics.TURN_SECONDS.observe(asyncio.get_running_loop().time() - started)
+
+    async def cancel(self, session_id: str) -> None:
+        """Stop the session's worker (used before the session is deleted)."""
+        worker = self._workers.get(session_id)
+        if worker is None or worker.task is None:
+            return
+        worker.task.cancel()
+        await asyncio.gather(worker.task, return_exceptions=True)
+
+    async def shutdown(self, grace_s: float = 10.0) -> None:
+        """Let running turns finish for up to `grace_s`, then cancel what is left."""
+        self._closing = True
+        tasks = [w.task for w in self._workers.values() if w.task is not None]
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def resume_queued(self) -> None:
+        """At start-up: turns accepted but never started run now."""
+        for session_id in await self.turns.queued_sessions():
+            self.wake(session_id)

@@ -1,0 +1,144 @@
+"""Run one claimed turn: build its context, run the agent loop, record the outcome."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from app.conversation.context import history_messages, system_messages
+from app.conversation.emitter import TurnEmitter
+from app.conversation.loop import AgentLoop, TurnOutcome, TurnRun
+from app.conversation.tokens import estimate_tokens
+from app.llm.gateway import RequestedToolCall
+from app.storage.messages import MessageStore
+from app.storage.records import Snapshot, Turn
+from app.storage.snapshots import SnapshotStore, update_snapshot
+from app.storage.turns import TurnStore
+from app.storage.tx import Tx
+from app.tools.context import TurnScope
+from app.tools.registry import ToolRegistry
+from app.tools.results import ToolResult
+
+log = logging.getLogger(__name__)
+
+_GOAL_CHARS = 500
+_COMPLETED_STEPS_KEPT = 20
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    system_prompt: str
+    recent_messages: int = 40
+
+
+class _Transcript:
+    """Records the turn's tool calls and results as messages while the loop runs."""
+
+    def __init__(self, turns: TurnStore, turn: Turn) -> None:
+        self._turns = turns
+        self._turn = turn
+        self.steps: list[dict[str, Any]] = []
+
+    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
+        parts = [c.as_message_part() for c in calls]
+        await self._turns.append_message(
+            self._turn,
+            role="assistant",
+            content=text or None,
+            tool_calls=parts,
+            token_estimate=estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
+        )
+
+    async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
+        content = result.model_content()
+        await self._turns.append_message(
+            self._turn,
+            role="tool",
+            content=content,
+            tool_call_id=call.id,
+            name=call.name,
+            token_estimate=estimate_tokens(content),
+            metadata={"status": result.status},
+        )
+        self.steps.append(
+            {
+                "turn": self._turn.number,
+                "tool": call.name,
+                "call_id": call.id,
+                "status": result.status,
+            }
+        )
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        turns: TurnStore,
+        messages: MessageStore,
+        snapshots: SnapshotStore,
+        loop: AgentLoop,
+        registry: ToolRegistry,
+        config: RunnerConfig,
+    ) -> None:
+        self.turns = turns
+        self.messages = messages
+        self.snapshots = snapshots
+        self.loop = loop
+        self.registry = registry
+        self.config = config
+
+    async def run(self, turn: Turn, user_id: str) -> TurnOutcome:
+        snapshot = await self.snapshots.get(turn.session_id)
+        history = await self.messages.for_context(
+            turn.session_id,
+            through_turn=turn.number,
+            after_turn=snapshot.summarized_turns if snapshot else 0,
+            limit=self.config.recent_messages,
+        )
+        user_text = next((m.content or "" for m in history if m.id == turn.user_message_id), "")
+        transcript = _Transcript(self.turns, turn)
+        run = TurnRun(
+            messages=system_messages(self.config.system_prompt, snapshot)
+            + history_messages(history),
+            tools=self.registry.offered(),
+            scope=TurnScope(
+                tenant_id=turn.tenant_id,
+                user_id=user_id,
+                session_id=turn.session_id,
+                turn_id=turn.id,
+                trace_id=turn.id,
+            ),
+            emitter=TurnEmitter(self.turns, turn),
+            transcript=transcript,
+            user_text=user_text,
+        )
+        outcome = await self.loop.run(run)
+        await self.turns.complete(
+            turn,
+            text=outcome.text,
+            token_estimate=estimate_tokens(outcome.text),
+            model=outcome.model,
+            rounds=outcome.rounds,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            metadata={"stopped": outcome.stopped, **outcome.metadata},
+            snapshot=lambda tx: self._update_snapshot(tx, turn, snapshot, user_text, transcript),
+        )
+        return outcome
+
+    @staticmethod
+    def _update_snapshot(
+        tx: Tx, turn: Turn, snapshot: Snapshot | None, user_text: str, transcript: _Transcript
+    ) -> None:
+        fields: dict[str, Any] = {}
+        if snapshot is None or not snapshot.active_goal:
+            fields["active_goal"] = user_text[:_GOAL_CHARS]
+        if transcript.steps:
+            done = (snapshot.completed_steps if snapshot else []) + transcript.steps
+            fields["completed_steps"] = done[-_COMPLETED_STEPS_KEPT:]
+        state = dict(snapshot.state) if snapshot else {}
+        state["last_turn"] = turn.number
+        fields["state"] = state
+        update_snapshot(tx, turn.session_id, **fields)

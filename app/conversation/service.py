@@ -1,0 +1,161 @@
+"""Sessions and turns as the API sees them: every call is scoped to the caller's tenant."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from app.conversation.events import EventBus, follow
+from app.conversation.manager import TurnManager
+from app.conversation.tokens import estimate_tokens
+from app.errors import InvalidInput, SessionNotFound, TurnFailed, TurnNotFound
+from app.principal import Principal
+from app.storage.events import EventStore
+from app.storage.messages import InvalidMessageCursor, MessageStore
+from app.storage.records import Event, Message, Session, Turn
+from app.storage.sessions import InvalidCursor, Page, SessionStore
+from app.storage.turns import Accepted, BusyPolicy, TurnStore
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    busy_policy: BusyPolicy = "reject"
+    max_queued: int = 10
+    keepalive_s: float = 15.0
+
+
+class ConversationService:
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        turns: TurnStore,
+        messages: MessageStore,
+        events: EventStore,
+        manager: TurnManager,
+        bus: EventBus,
+        limits: TurnLimits,
+    ) -> None:
+        self.sessions = sessions
+        self.turns = turns
+        self.messages = messages
+        self.events = events
+        self.manager = manager
+        self.bus = bus
+        self.limits = limits
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def create_session(
+        self, principal: Principal, user_id: str, metadata: dict[str, Any]
+    ) -> Session:
+        return await self.sessions.create(principal.tenant_id, user_id, metadata)
+
+    async def get_session(self, principal: Principal, session_id: str) -> Session:
+        session = await self.sessions.find(principal.tenant_id, session_id)
+        if session is None:
+            raise SessionNotFound("no such session", session_id=session_id)
+        return session
+
+    async def list_sessions(
+        self,
+        principal: Principal,
+        *,
+        user_id: str | None,
+        status: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> Page:
+        try:
+            return await self.sessions.list_page(
+                principal.tenant_id, user_id=user_id, status=status, limit=limit, cursor=cursor
+            )
+        except InvalidCursor as exc:
+            raise InvalidInput(str(exc), field="cursor") from None
+
+    async def delete_session(self, principal: Principal, session_id: str) -> None:
+        await self.get_session(principal, session_id)
+        await self.manager.cancel(session_id)
+        if not await self.sessions.delete(principal.tenant_id, session_id):
+            raise SessionNotFound("no such session", session_id=session_id)
+        self.bus.close_session(session_id)
+
+    async def list_messages(
+        self, principal: Principal, session_id: str, *, cursor: str | None, limit: int
+    ) -> tuple[list[Message], str | None]:
+        await self.get_session(principal, session_id)
+        try:
+            return await self.messages.page(
+                principal.tenant_id, session_id, cursor=cursor, limit=limit
+            )
+        except InvalidMessageCursor as exc:
+            raise InvalidInput(str(exc), field="cursor") from None
+
+    # -- turns --------------------------------------------------------------------------------
+
+    async def post_message(
+        self, principal: Principal, session_id: str, content: str, client_message_id: str | None
+    ) -> Accepted:
+        accepted = await self.turns.accept(
+            tenant_id=principal.tenant_id,
+            session_id=session_id,
+            content=content,
+            token_estimate=estimate_tokens(content),
+            client_message_id=client_message_id,
+            policy=self.limits.busy_policy,
+            max_queued=self.limits.max_queued,
+        )
+        if accepted is None:
+            raise SessionNotFound("no such session", session_id=session_id)
+        if accepted.created:
+            self.manager.wake(session_id)
+        return accepted
+
+    def follow_turn(self, turn: Turn) -> AsyncIterator[Event | None]:
+        """The turn's events from its acceptance to its end (None = keep-alive tick)."""
+
+        async def events() -> AsyncIterator[Event | None]:
+            async for event in follow(
+                self.bus,
+                self.events,
+                turn.session_id,
+                after=turn.accepted_seq,
+                keepalive_s=self.limits.keepalive_s,
+                until=lambda e: e.turn_id == turn.id and e.terminal,
+            ):
+                if event is None or event.turn_id == turn.id:
+                    yield event
+
+        return events()
+
+    async def wait_for_turn(self, turn: Turn) -> tuple[Turn, Message]:
+        """Block until the turn ends; its final message, or `TurnFailed`."""
+        if not turn.finished:
+            async for _event in self.follow_turn(turn):
+                pass
+        final = await self.turns.get(turn.session_id, turn.id)
+        if final is None:
+            raise TurnNotFound("the turn no longer exists", turn_id=turn.id)
+        if final.status != "completed" or final.assistant_message_id is None:
+            raise TurnFailed(
+                final.error_code or "turn_failed",
+                final.error_message or "the turn failed",
+                turn_id=final.id,
+                session_id=final.session_id,
+            )
+        message = await self.messages.get(final.assistant_message_id)
+        assert message is not None
+        return final, message
+
+    async def follow_session(
+        self, principal: Principal, session_id: str, after: int
+    ) -> AsyncIterator[Event | None]:
+        await self.get_session(principal, session_id)
+        return follow(
+            self.bus,
+            self.events,
+            session_id,
+            after=after,
+            keepalive_s=self.limits.keepalive_s,
+        )

@@ -1,0 +1,35 @@
+"""Cheap token estimates for budgeting (no tokenizer download, no per-call model lookups).
+
+CJK characters are about one token each in current tokenizers; other text runs about four
+characters a token. Estimates err on the high side so budgets hold.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_CJK = re.compile(
+    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
+)
+_MESSAGE_OVERHEAD = 4
+
+
+def estimate_tokens(text: str | None) -> int:
+    if not text:
+        return 0
+    cjk = len(_CJK.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
+
+
+def estimate_message(message: dict[str, Any]) -> int:
+    total = _MESSAGE_OVERHEAD + estimate_tokens(message.get("content"))
+    if message.get("tool_calls"):
+        total += estimate_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))
+    return total
+
+
+def has_cjk(text: str | None) -> bool:
+    return bool(text) and _CJK.search(text or "") is not None

@@ -1,0 +1,135 @@
+"""The seam between the turn loop and whatever answers as the model.
+
+`ChatModel.stream` yields text deltas, tool-call fragments and one `StreamEnd`; `collect`
+assembles them into a `ModelReply`, calling back on every text delta so the caller can stream
+it on. Implementations raise `UpstreamLLMError` when the model can't answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from app.errors import UpstreamLLMError
+
+Phase = Literal["planning", "tools", "text"]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    phase: Phase = "tools"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    finish_reason: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+StreamItem = TextDelta | ToolCallDelta | StreamEnd
+
+
+class ChatModel(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RequestedToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; may be malformed
+
+    def as_message_part(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str
+    tool_calls: list[RequestedToolCall]
+    finish_reason: str | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass
+class _PartialCall:
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+async def collect(
+    stream: AsyncIterator[StreamItem],
+    on_text: Callable[[str], Awaitable[None]] | None = None,
+) -> ModelReply:
+    """Assemble a streamed answer; `on_text` sees each text delta as it arrives."""
+    text: list[str] = []
+    calls: dict[int, _PartialCall] = {}
+    end = StreamEnd()
+    async for item in stream:
+        match item:
+            case TextDelta(text=piece) if piece:
+                text.append(piece)
+                if on_text is not None:
+                    await on_text(piece)
+            case ToolCallDelta(index=index, id=call_id, name=name, arguments=args):
+                partial = calls.setdefault(index, _PartialCall())
+                if call_id:
+                    partial.id = call_id
+                if name:
+                    partial.name += name
+                if args:
+                    partial.arguments.append(args)
+            case StreamEnd():
+                end = item
+    tool_calls = []
+    for index in sorted(calls):
+        partial = calls[index]
+        if not partial.name:
+            raise UpstreamLLMError(
+                "the model sent a tool call without a name", code="llm_bad_response"
+            )
+        tool_calls.append(
+            RequestedToolCall(
+                id=partial.id or f"call_{index}",
+                name=partial.name,
+                arguments="".join(partial.arguments),
+            )
+        )
+    return ModelReply(
+        text="".join(text),
+        tool_calls=tool_calls,
+        finish_reason=end.finish_reason,
+        model=end.model,
+        prompt_tokens=end.prompt_tokens,
+        completion_tokens=end.completion_tokens,
+    )

@@ -1,0 +1,52 @@
+"""The FastAPI application: routers, error shape, middleware, and the runtime in the lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from app import __version__
+from app.api.auth import Authenticator
+from app.api.errors import install_error_handlers
+from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
+from app.api.routes import health, sessions, turns
+from app.llm.gateway import ChatModel
+from app.runtime import open_runtime
+from app.settings import Settings, load_settings
+
+
+def create_app(settings: Settings | None = None, *, model: ChatModel | None = None) -> FastAPI:
+    settings = settings or load_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_runtime(settings, model=model) as runtime:
+            app.state.runtime = runtime
+            yield
+
+    app = FastAPI(
+        title="Hermes Agent",
+        version=__version__,
+        description="Agent runtime for call-centre frontends.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.auth = Authenticator(settings.auth, settings.api_keys)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(health.router, prefix="/v1", include_in_schema=False)
+    app.include_router(sessions.router)
+    app.include_router(turns.router)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type", "Last-Event-ID"],
+        )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ObservabilityMiddleware)
+    return app

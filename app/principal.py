@@ -1,0 +1,23 @@
+"""Who a request acts as: resolved once per request by the API, passed to every service call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["agent", "operator", "admin"]
+
+_RANK = {"agent": 0, "operator": 1, "admin": 2}
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant_id: str
+    role: Role
+    subject: str  # which key (never the key itself), or "local"
+
+    def at_least(self, role: Role) -> bool:
+        return _RANK[self.role] >= _RANK[role]
+
+
+LOCAL = Principal(tenant_id="default", role="admin", subject="local")

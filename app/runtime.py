@@ -1,0 +1,179 @@
+"""Everything long-lived, opened in order at start-up and closed in reverse at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from app.conversation.events import EventBus
+from app.conversation.loop import AgentLoop, LoopLimits
+from app.conversation.manager import TurnManager
+from app.conversation.runner import RunnerConfig, TurnRunner
+from app.conversation.service import ConversationService, TurnLimits
+from app.llm.gateway import ChatModel
+from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
+from app.settings import Settings
+from app.storage.events import EventStore
+from app.storage.messages import MessageStore
+from app.storage.sessions import SessionStore
+from app.storage.snapshots import SnapshotStore
+from app.storage.sqlite import Database
+from app.storage.turns import TurnStore
+from app.tools.executor import ToolExecutor
+from app.tools.handlers import build_runner
+from app.tools.loader import load_tools, resolve_python
+from app.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    bus: EventBus
+    conversation: ConversationService
+    manager: TurnManager
+    registry: ToolRegistry
+    model: ChatModel
+    started_at: float = field(default_factory=time.time)
+
+
+def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
+    """The primary model and its fallbacks; the API base and key carry over to fallbacks of
+    the same provider (e.g. two `openai/` models behind one gateway)."""
+    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    primary = ModelConfig(settings.model, settings.model_api_base, key)
+    fallbacks = []
+    for name in settings.fallback_models:
+        same = provider_of(name) == provider_of(settings.model)
+        fallbacks.append(
+            ModelConfig(name, settings.model_api_base if same else None, key if same else None)
+        )
+    return primary, fallbacks
+
+
+def build_model(settings: Settings) -> ChatModel:
+    primary, fallbacks = model_configs(settings)
+    return LiteLLMGateway(
+        primary, fallbacks, timeout_s=settings.llm_timeout_s, retries=settings.llm_retries
+    )
+
+
+def build_registry(settings: Settings, http: httpx.AsyncClient) -> ToolRegistry:
+    registry = ToolRegistry()
+    for spec in load_tools(settings.tools_file, resolve=resolve_python):
+        registry.register(spec, build_runner(spec, http_client=lambda: http))
+    return registry
+
+
+def preflight(settings: Settings) -> None:
+    """Checks that must stop start-up with a clear message before the server binds."""
+    load_tools(settings.tools_file, resolve=resolve_python)
+
+
+async def _sweep_idle(sessions: SessionStore, settings: Settings) -> None:
+    while True:
+        await asyncio.sleep(settings.session_sweep_interval_s)
+        try:
+            archived = await sessions.archive_idle(time.time() - settings.session_idle_minutes * 60)
+            if archived:
+                log.info("archived %d idle sessions", len(archived))
+        except Exception:
+            log.exception("idle-session sweep failed")
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    settings: Settings, *, model: ChatModel | None = None
+) -> AsyncIterator[Runtime]:
+    async with contextlib.AsyncExitStack() as stack:
+        db = Database(
+            settings.db_path,
+            migrations_dir=settings.migrations_dir,
+            synchronous=settings.db_synchronous,
+            busy_timeout_ms=settings.db_busy_timeout_ms,
+            read_connections=settings.db_read_connections,
+        )
+        await db.open()
+        stack.push_async_callback(db.close)
+        if db.applied_migrations:
+            log.info("applied migrations: %s", ", ".join(db.applied_migrations))
+
+        bus = EventBus()
+        sessions = SessionStore(db, bus.publish)
+        turns = TurnStore(db, bus.publish)
+        messages = MessageStore(db, bus.publish)
+        events = EventStore(db, bus.publish)
+        snapshots = SnapshotStore(db, bus.publish)
+
+        http = httpx.AsyncClient(timeout=httpx.Timeout(8.0))
+        stack.push_async_callback(http.aclose)
+        registry = build_registry(settings, http)
+
+        if model is None:
+            model = build_model(settings)
+        stack.push_async_callback(model.aclose)
+
+        loop = AgentLoop(
+            model,
+            ToolExecutor(registry),
+            LoopLimits(
+                max_rounds=settings.max_tool_rounds,
+                max_tokens=settings.max_tokens,
+                temperature_tools=settings.temperature_tools,
+                temperature_text=settings.temperature_text,
+            ),
+        )
+        runner = TurnRunner(
+            turns=turns,
+            messages=messages,
+            snapshots=snapshots,
+            loop=loop,
+            registry=registry,
+            config=RunnerConfig(settings.system_prompt, settings.context_recent_messages),
+        )
+        manager = TurnManager(
+            turns=turns, sessions=sessions, runner=runner, turn_timeout_s=settings.turn_timeout_s
+        )
+        interrupted = await turns.fail_interrupted()
+        if interrupted:
+            log.warning("%d turns were interrupted by the last shutdown", interrupted)
+        stack.push_async_callback(manager.shutdown)
+        await manager.resume_queued()
+
+        conversation = ConversationService(
+            sessions=sessions,
+            turns=turns,
+            messages=messages,
+            events=events,
+            manager=manager,
+            bus=bus,
+            limits=TurnLimits(
+                busy_policy=settings.busy_policy,
+                max_queued=settings.max_queued_turns,
+                keepalive_s=settings.sse_keepalive_s,
+            ),
+        )
+        sweeper = asyncio.create_task(_sweep_idle(sessions, settings), name="idle-sweeper")
+
+        async def stop_sweeper() -> None:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+
+        stack.push_async_callback(stop_sweeper)
+        yield Runtime(
+            settings=settings,
+            db=db,
+            bus=bus,
+            conversation=conversation,
+            manager=manager,
+            registry=registry,
+            model=model,
+        )

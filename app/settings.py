@@ -1,0 +1,163 @@
+"""One `Settings` for the whole service: environment (`HERMES_*`), an optional YAML file
+(`HERMES_CONFIG`), then defaults. Bad values stop start-up with the variable's name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+ENV_PREFIX = "HERMES_"
+
+CommaList = Annotated[list[str], NoDecode]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Hermes, a customer-service assistant for a call centre. Be brief, polite and "
+    "accurate. Use the tools you are given to look things up or act; never invent order, "
+    "shipment or account data. If a tool fails, say so plainly. Answer in the user's language."
+)
+
+
+class ConfigError(Exception):
+    """Start-up configuration is invalid; the message names the offending variable(s)."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    # -- storage --------------------------------------------------------------------------------
+    db_path: Path = Path("var/hermes.db")
+    db_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    db_busy_timeout_ms: int = Field(5000, ge=0)
+    db_read_connections: int = Field(2, ge=1, le=32)
+    migrations_dir: Path = PROJECT_ROOT / "migrations"
+
+    # -- model ----------------------------------------------------------------------------------
+    model: str = "hermes/local"
+    model_api_base: str | None = None
+    model_api_key: SecretStr | None = None
+    fallback_models: CommaList = Field(default_factory=list)
+    llm_timeout_s: float = Field(60.0, gt=0)
+    llm_retries: int = Field(2, ge=0, le=10)
+    max_tokens: int = Field(2000, ge=1)
+    temperature_planning: float = Field(0.2, ge=0, le=2)
+    temperature_tools: float = Field(0.1, ge=0, le=2)
+    temperature_text: float = Field(0.7, ge=0, le=2)
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    # -- turns and sessions ---------------------------------------------------------------------
+    max_tool_rounds: int = Field(8, ge=1, le=64)
+    session_idle_minutes: float = Field(15.0, gt=0)
+    session_sweep_interval_s: float = Field(30.0, gt=0)
+    busy_policy: Literal["reject", "enqueue"] = "reject"
+    max_queued_turns: int = Field(10, ge=1, le=1000)
+    turn_timeout_s: float = Field(300.0, gt=0)
+    context_recent_messages: int = Field(40, ge=2)
+
+    # -- HTTP -----------------------------------------------------------------------------------
+    sse_keepalive_s: float = Field(15.0, gt=0)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    cors_origins: CommaList = Field(default_factory=list)
+
+    # -- auth -----------------------------------------------------------------------------------
+    auth: Literal["off", "api_key"] = "off"
+    # Each entry is "tenant:role:key" (role is agent, operator or admin).
+    api_keys: CommaList = Field(default_factory=list)
+
+    # -- tools ----------------------------------------------------------------------------------
+    tools_file: Path = PROJECT_ROOT / "tools.yaml"
+
+    # -- observability --------------------------------------------------------------------------
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = True
+
+    @field_validator("fallback_models", "cors_origins", "api_keys", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError(
+                "set HERMES_MODEL to a LiteLLM model string, e.g. hermes/local or openai/gpt-4o"
+            )
+        return value.strip()
+
+    @field_validator("api_keys")
+    @classmethod
+    def _api_keys_shape(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parts = entry.split(":")
+            if len(parts) != 3 or not all(parts):
+                raise ValueError("each API key must be 'tenant:role:key'")
+            if parts[1] not in {"agent", "operator", "admin"}:
+                raise ValueError(f"unknown role {parts[1]!r} (agent, operator or admin)")
+            if len(parts[2]) < 16:
+                raise ValueError("API keys must be at least 16 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _auth_needs_keys(self) -> Settings:
+        if self.auth == "api_key" and not self.api_keys:
+            raise ValueError("HERMES_AUTH=api_key needs at least one entry in HERMES_API_KEYS")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(f"{ENV_PREFIX}CONFIG")
+        if config_file:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings or raise `ConfigError` naming each bad variable."""
+    config_file = os.environ.get(f"{ENV_PREFIX}CONFIG")
+    if config_file and not Path(config_file).is_file():
+        raise ConfigError(f"{ENV_PREFIX}CONFIG: no such file: {config_file}")
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"{ENV_PREFIX}{field.upper()}" if field else "configuration"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown setting"
+        got = err.get("input")
+        shown = (
+            "" if got is None or isinstance(got, dict) or field == "api_keys" else f" (got {got!r})"
+        )
+        lines.append(f"{name}: {message}{shown}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

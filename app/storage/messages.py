@@ -1,0 +1,119 @@
+"""Conversation messages: appended inside turn transactions, read in conversation order.
+
+Conversation order is (turn number, insertion): with queued turns, a later user message can be
+stored before an earlier turn's answer, and it must still come after that answer.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from app.storage.records import Message, dumps, new_id
+from app.storage.tx import Store, Tx
+
+_COLUMNS = (
+    "pk, id, session_id, tenant_id, turn_id, turn_number, role, content, tool_calls,"
+    " tool_call_id, name, token_estimate, metadata, created_at"
+)
+
+
+class InvalidMessageCursor(ValueError):
+    pass
+
+
+def message_cursor(message: Message) -> str:
+    return base64.urlsafe_b64encode(f"{message.turn_number}:{message.pk}".encode()).decode()
+
+
+def _decode(cursor: str) -> tuple[int, int]:
+    try:
+        turn_number, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split(":")
+        return int(turn_number), int(pk)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidMessageCursor("cursor is not one this service issued") from exc
+
+
+def insert_message(
+    tx: Tx,
+    *,
+    session_id: str,
+    tenant_id: str,
+    turn_id: str | None,
+    turn_number: int,
+    role: str,
+    content: str | None,
+    token_estimate: int,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    message_id = new_id("msg")
+    cur = tx.execute(
+        "INSERT INTO messages (id, session_id, tenant_id, turn_id, turn_number, role, content,"
+        " tool_calls, tool_call_id, name, token_estimate, metadata, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            message_id,
+            session_id,
+            tenant_id,
+            turn_id,
+            turn_number,
+            role,
+            content,
+            None if tool_calls is None else dumps(tool_calls),
+            tool_call_id,
+            name,
+            token_estimate,
+            dumps(metadata or {}),
+            tx.now,
+        ),
+    )
+    return Message(
+        pk=int(cur.lastrowid or 0),
+        id=message_id,
+        session_id=session_id,
+        tenant_id=tenant_id,
+        turn_id=turn_id,
+        turn_number=turn_number,
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        name=name,
+        token_estimate=token_estimate,
+        metadata=metadata or {},
+        created_at=tx.now,
+    )
+
+
+class MessageStore(Store):
+    async def page(
+        self, tenant_id: str, session_id: str, *, cursor: str | None = None, limit: int = 100
+    ) -> tuple[list[Message], str | None]:
+        after_turn, after_pk = _decode(cursor) if cursor else (-1, 0)
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND tenant_id = ?"
+            " AND (turn_number > ? OR (turn_number = ? AND pk > ?))"
+            " ORDER BY turn_number, pk LIMIT ?",
+            (session_id, tenant_id, after_turn, after_turn, after_pk, limit + 1),
+        )
+        items = [Message.from_row(r) for r in rows[:limit]]
+        return items, (message_cursor(items[-1]) if len(rows) > limit else None)
+
+    async def for_context(
+        self, session_id: str, *, through_turn: int, after_turn: int = 0, limit: int = 40
+    ) -> list[Message]:
+        """The last `limit` messages of turns (after_turn, through_turn], in conversation order."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM (SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+            " AND turn_number > ? AND turn_number <= ? ORDER BY turn_number DESC, pk DESC"
+            " LIMIT ?) ORDER BY turn_number, pk",
+            (session_id, after_turn, through_turn, limit),
+        )
+        return [Message.from_row(r) for r in rows]
+
+    async def get(self, message_id: str) -> Message | None:
+        row = await self.db.fetchone(f"SELECT {_COLUMNS} FROM messages WHERE id = ?", (message_id,))
+        return None if row is None else Message.from_row(row)

@@ -1,0 +1,140 @@
+"""Sessions: create, find, list with cursor pagination, delete, archive when idle."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app.storage.records import Session, dumps, new_id
+from app.storage.tx import Store, Tx
+
+_COLUMNS = (
+    "id, tenant_id, user_id, status, metadata, created_at, updated_at, last_activity_at,"
+    " archived_at, last_event_seq, turn_count"
+)
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Session]
+    next_cursor: str | None
+
+
+def encode_cursor(created_at: float, session_id: str) -> str:
+    raw = json.dumps([created_at, session_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created_at, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(session_id, str) or not isinstance(created_at, int | float):
+            raise TypeError
+        return float(created_at), session_id
+    except (ValueError, TypeError) as exc:
+        raise InvalidCursor("cursor is not one this service issued") from exc
+
+
+def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:
+    row = tx.one(
+        f"SELECT {_COLUMNS} FROM sessions WHERE id = ? AND tenant_id = ?",
+        (session_id, tenant_id),
+    )
+    return None if row is None else Session.from_row(row)
+
+
+class SessionStore(Store):
+    async def create(self, tenant_id: str, user_id: str, metadata: dict[str, Any]) -> Session:
+        session_id = new_id("ses")
+
+        def create(tx: Tx) -> Session:
+            tx.execute(
+                "INSERT INTO sessions (id, tenant_id, user_id, status, metadata, created_at,"
+                " updated_at, last_activity_at) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
+                (session_id, tenant_id, user_id, dumps(metadata), tx.now, tx.now, tx.now),
+            )
+            tx.execute(
+                "INSERT INTO session_snapshots (session_id, tenant_id, updated_at)"
+                " VALUES (?, ?, ?)",
+                (session_id, tenant_id, tx.now),
+            )
+            tx.emit(session_id, tenant_id, "session.created", {"session_id": session_id})
+            session = find_session(tx, tenant_id, session_id)
+            assert session is not None
+            return session
+
+        return await self.transact(create)
+
+    async def find(self, tenant_id: str, session_id: str) -> Session | None:
+        row = await self.db.fetchone(
+            f"SELECT {_COLUMNS} FROM sessions WHERE id = ? AND tenant_id = ?",
+            (session_id, tenant_id),
+        )
+        return None if row is None else Session.from_row(row)
+
+    async def list_page(
+        self,
+        tenant_id: str,
+        *,
+        user_id: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        where, params = ["tenant_id = ?"], [tenant_id]
+        if user_id is not None:
+            where.append("user_id = ?")
+            params.append(user_id)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if cursor:
+            created_at, last_id = decode_cursor(cursor)
+            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
+            params.extend([created_at, created_at, last_id])  # type: ignore[list-item]
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM sessions WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit + 1),
+        )
+        items = [Session.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
+        return Page(items, next_cursor)
+
+    async def delete(self, tenant_id: str, session_id: str) -> bool:
+        def delete(tx: Tx) -> bool:
+            cur = tx.execute(
+                "DELETE FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id)
+            )
+            return cur.rowcount > 0
+
+        return await self.transact(delete)
+
+    async def archive_idle(self, cutoff: float) -> list[str]:
+        """Archive active sessions idle since before `cutoff` that have no open turn."""
+
+        def archive(tx: Tx) -> list[str]:
+            rows = tx.execute(
+                "SELECT id, tenant_id FROM sessions s WHERE status = 'active'"
+                " AND last_activity_at < ? AND NOT EXISTS (SELECT 1 FROM turns t"
+                " WHERE t.session_id = s.id AND t.status IN ('queued', 'running'))",
+                (cutoff,),
+            ).fetchall()
+            for session_id, tenant_id in rows:
+                tx.execute(
+                    "UPDATE sessions SET status = 'archived', archived_at = ?, updated_at = ?"
+                    " WHERE id = ?",
+                    (tx.now, tx.now, session_id),
+                )
+                tx.emit(session_id, tenant_id, "session.archived", {"session_id": session_id})
+            return [r[0] for r in rows]
+
+        return await self.transact(archive)

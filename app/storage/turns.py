@@ -1,0 +1,324 @@
+"""Turns: accepted (with idempotency and the busy policy), claimed in order, finished or failed.
+
+Each transition is one transaction together with the events that announce it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.errors import QueueFull, SessionBusy
+from app.storage.messages import insert_message
+from app.storage.records import Message, Turn, new_id
+from app.storage.sessions import find_session
+from app.storage.tx import Store, Tx
+
+BusyPolicy = Literal["reject", "enqueue"]
+
+
+@dataclass(frozen=True)
+class Accepted:
+    turn: Turn
+    created: bool  # False: the client_message_id matched an earlier turn
+    ahead: int  # open turns ahead of this one when it was accepted
+    resumed: bool  # the session was archived and is active again
+
+
+def _turn(tx: Tx, turn_id: str) -> Turn:
+    row = tx.one("SELECT * FROM turns WHERE id = ?", (turn_id,))
+    assert row is not None
+    return Turn.from_row(row)
+
+
+class TurnStore(Store):
+    async def accept(
+        self,
+        *,
+        tenant_id: str,
+        session_id: str,
+        content: str,
+        token_estimate: int,
+        client_message_id: str | None,
+        policy: BusyPolicy,
+        max_queued: int,
+    ) -> Accepted | None:
+        """Record the user's message and a queued turn; None when the session doesn't exist."""
+        turn_id = new_id("turn")
+
+        def accept(tx: Tx) -> Accepted | None:
+            session = find_session(tx, tenant_id, session_id)
+            if session is None:
+                return None
+            if client_message_id is not None:
+                row = tx.one(
+                    "SELECT * FROM turns WHERE session_id = ? AND client_message_id = ?",
+                    (session_id, client_message_id),
+                )
+                if row is not None:
+                    return Accepted(Turn.from_row(row), created=False, ahead=0, resumed=False)
+            (open_turns,) = tx.one(
+                "SELECT COUNT(*) FROM turns WHERE session_id = ?"
+                " AND status IN ('queued', 'running')",
+                (session_id,),
+            ) or (0,)
+            if open_turns and policy == "reject":
+                raise SessionBusy(
+                    "a turn is already running in this session; retry when it has finished",
+                    session_id=session_id,
+                )
+            if open_turns > max_queued:
+                raise QueueFull(
+                    "too many messages are waiting in this session",
+                    session_id=session_id,
+                    max_queued=max_queued,
+                )
+            resumed = session.status == "archived"
+            if resumed:
+                tx.execute(
+                    "UPDATE sessions SET status = 'active', archived_at = NULL WHERE id = ?",
+                    (session_id,),
+                )
+                tx.emit(session_id, tenant_id, "session.resumed", {"session_id": session_id})
+            message = insert_message(
+                tx,
+                session_id=session_id,
+                tenant_id=tenant_id,
+                turn_id=turn_id,
+                turn_number=session.turn_count + 1,
+                role="user",
+                content=content,
+                token_estimate=token_estimate,
+                metadata={"client_message_id": client_message_id} if client_message_id else {},
+            )
+            (last_seq,) = tx.one(
+                "SELECT last_event_seq FROM sessions WHERE id = ?", (session_id,)
+            ) or (0,)
+            tx.execute(
+                "INSERT INTO turns (id, session_id, tenant_id, number, client_message_id,"
+                " user_message_id, status, accepted_seq, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                (
+                    turn_id,
+                    session_id,
+                    tenant_id,
+                    session.turn_count + 1,
+                    client_message_id,
+                    message.id,
+                    last_seq,
+                    tx.now,
+                ),
+            )
+            tx.execute(
+                "UPDATE sessions SET turn_count = turn_count + 1, last_activity_at = ?,"
+                " updated_at = ? WHERE id = ?",
+                (tx.now, tx.now, session_id),
+            )
+            if open_turns:
+                tx.emit(
+                    session_id,
+                    tenant_id,
+                    "turn.queued",
+                    {"turn_id": turn_id, "ahead": open_turns},
+                    turn_id=turn_id,
+                )
+            return Accepted(_turn(tx, turn_id), created=True, ahead=open_turns, resumed=resumed)
+
+        return await self.transact(accept)
+
+    async def claim_next(self, session_id: str) -> Turn | None:
+        """Mark the oldest queued turn running (unless one already runs) and announce it."""
+
+        def claim(tx: Tx) -> Turn | None:
+            running = tx.one(
+                "SELECT 1 FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+            )
+            if running is not None:
+                return None
+            row = tx.one(
+                "SELECT * FROM turns WHERE session_id = ? AND status = 'queued'"
+                " ORDER BY number LIMIT 1",
+                (session_id,),
+            )
+            if row is None:
+                return None
+            turn = Turn.from_row(row)
+            tx.execute(
+                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ?",
+                (tx.now, turn.id),
+            )
+            tx.emit(
+                session_id,
+                turn.tenant_id,
+                "turn.started",
+                {"turn_id": turn.id, "user_message_id": turn.user_message_id},
+                turn_id=turn.id,
+            )
+            return _turn(tx, turn.id)
+
+        return await self.transact(claim)
+
+    async def complete(
+        self,
+        turn: Turn,
+        *,
+        text: str,
+        token_estimate: int,
+        model: str | None,
+        rounds: int,
+        prompt_tokens: int,
+        completion_tokens: int,
+        metadata: dict[str, Any] | None = None,
+        snapshot: Any = None,
+    ) -> Message:
+        """Store the final assistant message and close the turn, in one transaction.
+
+        `snapshot`, when given, is called with the transaction to update the session snapshot
+        atomically with the turn's end.
+        """
+
+        def complete(tx: Tx) -> Message:
+            message = insert_message(
+                tx,
+                session_id=turn.session_id,
+                tenant_id=turn.tenant_id,
+                turn_id=turn.id,
+                turn_number=turn.number,
+                role="assistant",
+                content=text,
+                token_estimate=token_estimate,
+                metadata=metadata,
+            )
+            tx.execute(
+                "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
+                " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
+                " WHERE id = ?",
+                (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
+            )
+            tx.execute(
+                "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
+                (tx.now, tx.now, turn.session_id),
+            )
+            if snapshot is not None:
+                snapshot(tx)
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                "message.completed",
+                {"turn_id": turn.id, "message_id": message.id, "text": text},
+                turn_id=turn.id,
+            )
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                "turn.completed",
+                {
+                    "turn_id": turn.id,
+                    "message_id": message.id,
+                    "model": model,
+                    "rounds": rounds,
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                    },
+                },
+                turn_id=turn.id,
+            )
+            return message
+
+        return await self.transact(complete)
+
+    async def append_message(
+        self,
+        turn: Turn,
+        *,
+        role: str,
+        content: str | None,
+        token_estimate: int,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Message:
+        """Record an intermediate message of a running turn (tool calls and their results)."""
+        return await self.transact(
+            lambda tx: insert_message(
+                tx,
+                session_id=turn.session_id,
+                tenant_id=turn.tenant_id,
+                turn_id=turn.id,
+                turn_number=turn.number,
+                role=role,
+                content=content,
+                token_estimate=token_estimate,
+                tool_calls=tool_calls,
+                tool_call_id=tool_call_id,
+                name=name,
+                metadata=metadata,
+            )
+        )
+
+    async def fail(self, turn: Turn, code: str, message: str, *, rounds: int = 0) -> None:
+        def fail(tx: Tx) -> None:
+            cur = tx.execute(
+                "UPDATE turns SET status = 'failed', error_code = ?, error_message = ?,"
+                " rounds = ?, finished_at = ? WHERE id = ? AND status IN ('queued', 'running')",
+                (code, message, rounds, tx.now, turn.id),
+            )
+            if cur.rowcount == 0:
+                return  # already finished (or the session was deleted)
+            tx.execute(
+                "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
+                (tx.now, tx.now, turn.session_id),
+            )
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                "turn.failed",
+                {"turn_id": turn.id, "code": code, "message": message},
+                turn_id=turn.id,
+            )
+
+        await self.transact(fail)
+
+    async def fail_interrupted(self) -> int:
+        """At start-up: turns a previous process left running can't be finished; say so.
+
+        Queued turns never started, so they stay queued and run when the service is back.
+        """
+
+        def recover(tx: Tx) -> int:
+            rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
+            for row in rows:
+                turn = Turn.from_row(row)
+                tx.execute(
+                    "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
+                    " error_message = ?, finished_at = ? WHERE id = ?",
+                    ("the service restarted before this turn finished", tx.now, turn.id),
+                )
+                tx.emit(
+                    turn.session_id,
+                    turn.tenant_id,
+                    "turn.failed",
+                    {
+                        "turn_id": turn.id,
+                        "code": "interrupted",
+                        "message": "the service restarted before this turn finished",
+                    },
+                    turn_id=turn.id,
+                )
+            return len(rows)
+
+        return await self.transact(recover)
+
+    async def get(self, session_id: str, turn_id: str) -> Turn | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM turns WHERE id = ? AND session_id = ?", (turn_id, session_id)
+        )
+        return None if row is None else Turn.from_row(row)
+
+    async def queued_sessions(self) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT session_id FROM turns WHERE status = 'queued'"
+        )
+        return [r[0] for r in rows]

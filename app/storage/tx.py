@@ -1,0 +1,95 @@
+"""A write transaction that can also append session events.
+
+`Store.transact(fn)` runs `fn(tx)` on the writer thread; the events `tx.emit` appends get their
+per-session sequence numbers inside the same transaction as the state change they describe,
+and are handed to the publisher only after the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.storage.records import Event, dumps
+from app.storage.sqlite import Database
+
+T = TypeVar("T")
+Publisher = Callable[[list[Event]], None]
+
+
+class Tx:
+    def __init__(self, conn: sqlite3.Connection, now: float | None = None) -> None:
+        self.conn = conn
+        self.now = time.time() if now is None else now
+        self.events: list[Event] = []
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(sql, params).fetchone()
+        return row
+
+    def emit(
+        self,
+        session_id: str,
+        tenant_id: str,
+        type: str,
+        data: dict[str, Any],
+        turn_id: str | None = None,
+    ) -> Event:
+        row = self.conn.execute(
+            "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
+            " RETURNING last_event_seq",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise LookupError(f"session {session_id} vanished")
+        event = Event(
+            session_id=session_id,
+            seq=row[0],
+            tenant_id=tenant_id,
+            type=type,
+            data=data,
+            turn_id=turn_id,
+            created_at=self.now,
+        )
+        self.conn.execute(
+            "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session_id, event.seq, tenant_id, turn_id, type, dumps(data), self.now),
+        )
+        self.events.append(event)
+        return event
+
+
+class Store:
+    """Base for repositories: reads through the pool, writes as transactions that may emit."""
+
+    def __init__(self, db: Database, publish: Publisher | None = None) -> None:
+        self.db = db
+        self._publish = publish
+
+    async def transact(self, fn: Callable[[Tx], T]) -> T:
+        result, _events = await self.db.write(*self._job(fn))
+        return result
+
+    def transact_nowait(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
+        """Queue a transaction without waiting (the writer keeps submission order)."""
+        return self.db.submit(*self._job(fn))
+
+    def _job(
+        self, fn: Callable[[Tx], T]
+    ) -> tuple[Callable[[sqlite3.Connection], tuple[T, list[Event]]], Any]:
+        def job(conn: sqlite3.Connection) -> tuple[T, list[Event]]:
+            tx = Tx(conn)
+            return fn(tx), tx.events
+
+        def on_commit(result: tuple[T, list[Event]]) -> None:
+            if result[1] and self._publish is not None:
+                self._publish(result[1])
+
+        return job, on_commit

@@ -1,0 +1,74 @@
+"""Shared fixtures: a real fake-LLM server, settings on a temp SQLite file, a live service."""
+
+from __future__ import annotations
+
+import os
+
+# LiteLLM reads these once, at import: fast retries in tests, no price-map download.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("INITIAL_RETRY_DELAY", "0.01")
+os.environ.setdefault("MAX_RETRY_DELAY", "0.05")
+os.environ.setdefault("JITTER", "0")
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.api.testing import LiveService, serve
+from app.llm.testing import FakeLLMServer
+from app.settings import Settings
+
+for _name in list(os.environ):
+    if _name.startswith("HERMES_"):
+        del os.environ[_name]
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_llm(llm_server: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, fake_llm: FakeLLMServer) -> Any:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "db_path": tmp_path / "hermes.db",
+            "model": "openai/test-model",
+            "model_api_base": fake_llm.url,
+            "model_api_key": "sk-test",
+            "llm_retries": 1,
+            "llm_timeout_s": 10,
+            "sse_keepalive_s": 15,
+            "log_json": False,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def settings(make_settings: Any) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+async def service(settings: Settings) -> AsyncIterator[LiveService]:
+    async with serve(settings) as svc:
+        yield svc
+
+
+async def new_session(svc: LiveService, user_id: str = "u1", **metadata: Any) -> str:
+    response = await svc.client.post("/v1/sessions", json={"user_id": user_id, "metadata": metadata})
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
