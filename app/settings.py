@@ -80,6 +80,52 @@ class Settings(BaseSettings):
 
     # -- tools ----------------------------------------------------------------------------------
     tools_file: Path = PROJECT_ROOT / "tools.yaml"
+    tool_result_max_tokens: int = Field(2000, ge=50)
+    tool_breaker_failures: int = Field(5, ge=1)
+    tool_breaker_timeouts: int = Field(3, ge=1)
+    tool_breaker_open_s: float = Field(600.0, gt=0)
+    tool_max_failures_per_turn: int = Field(3, ge=1)
+    approval_timeout_s: float = Field(300.0, gt=0)
+    # Extra regular expressions whose matches are masked in tool results, events and logs.
+    redact_patterns: CommaList = Field(default_factory=list)
+    # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances).
+    rate_limit_storage: str = "memory://"
+    demo_db_path: Path = Path("var/demo.db")
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = Field(1025, ge=1, le=65535)
+    smtp_from: str = "hermes@example.com"
+    smtp_timeout_s: float = Field(8.0, gt=0)
+
+    # -- MCP ------------------------------------------------------------------------------------
+    mcp_config: Path | None = None
+    mcp_connect_timeout_s: float = Field(10.0, gt=0)
+    mcp_call_timeout_s: float = Field(30.0, gt=0)
+    # Environment variables passed to stdio servers besides their declared `env`.
+    mcp_env_allowlist: CommaList = Field(
+        default_factory=lambda: ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH"]
+    )
+
+    # -- NLU ------------------------------------------------------------------------------------
+    nlu_model_dir: Path = PROJECT_ROOT / "models" / "nlu"
+    nlu_min_confidence: float = Field(0.5, ge=0, le=1)
+
+    # -- memory and context ---------------------------------------------------------------------
+    memory_decay_lambda: float = Field(0.02, ge=0)
+    memory_archive_below: float = Field(0.3, ge=0, le=1)
+    memory_recall_top_k: int = Field(5, ge=1, le=5)
+    memory_recall_threshold: float = Field(0.55, ge=0, le=1)
+    memory_sweep_interval_s: float = Field(300.0, gt=0)
+    embedding_model: str | None = None
+    context_budget_tokens: int = Field(32000, ge=1000)
+    context_summarize_at: float = Field(0.6, gt=0, lt=1)
+    context_compress_at: float = Field(0.85, gt=0, le=1)
+    context_keep_turns: int = Field(6, ge=1)
+
+    # -- workflow -------------------------------------------------------------------------------
+    step_queue_max_depth: int = Field(50, ge=1)
+    ask_user_timeout_s: float = Field(300.0, gt=0)
+    step_stuck_after_s: float = Field(300.0, gt=0)
+    watchdog_interval_s: float = Field(15.0, gt=0)
 
     # -- observability --------------------------------------------------------------------------
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

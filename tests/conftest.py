@@ -69,6 +69,8 @@ async def service(settings: Settings) -> AsyncIterator[LiveService]:
 
 
 async def new_session(svc: LiveService, user_id: str = "u1", **metadata: Any) -> str:
-    response = await svc.client.post("/v1/sessions", json={"user_id": user_id, "metadata": metadata})
+    response = await svc.client.post(
+        "/v1/sessions", json={"user_id": user_id, "metadata": metadata}
+    )
     assert response.status_code == 201, response.text
     return str(response.json()["id"])

@@ -31,7 +31,9 @@ class LiveService:
 
 
 @contextlib.asynccontextmanager
-async def serve(settings: Settings, *, model: ChatModel | None = None) -> AsyncIterator[LiveService]:
+async def serve(
+    settings: Settings, *, model: ChatModel | None = None
+) -> AsyncIterator[LiveService]:
     app = create_app(settings, model=model)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", loop="asyncio"
@@ -77,8 +79,9 @@ class SseReader:
         self.buffer += chunk
         out: list[SseEvent] = []
         while True:
-            idx = min((i for i in (self.buffer.find("\n"), self.buffer.find("\r")) if i >= 0),
-                      default=-1)
+            idx = min(
+                (i for i in (self.buffer.find("\n"), self.buffer.find("\r")) if i >= 0), default=-1
+            )
             if idx < 0:
                 return out
             line = self.buffer[:idx]

@@ -1,0 +1,117 @@
+"""Circuit breaker: closed -> open after too many failures in a row -> one half-open probe.
+
+Timeouts and other failures are counted separately (a slow dependency trips sooner than a
+flaky one). While open, calls are refused without touching the dependency; after the cool-down
+exactly one caller gets to probe, and its outcome closes or re-opens the breaker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    max_failures: int = 5
+    max_timeouts: int = 3
+    open_seconds: float = 600.0
+
+
+class CircuitBreaker:
+    def __init__(
+        self,
+        name: str,
+        policy: BreakerPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_change: Callable[[str, BreakerState], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.policy = policy or BreakerPolicy()
+        self._clock = clock
+        self._on_change = on_change
+        self._state = BreakerState.CLOSED
+        self._failures = 0
+        self._timeouts = 0
+        self._opened_at = 0.0
+        self._probing = False
+        self.last_error: str | None = None
+
+    @property
+    def state(self) -> BreakerState:
+        if self._state is BreakerState.OPEN and self._cooled_down():
+            return BreakerState.HALF_OPEN
+        return self._state
+
+    def _cooled_down(self) -> bool:
+        return self._clock() - self._opened_at >= self.policy.open_seconds
+
+    def retry_after(self) -> float:
+        if self._state is not BreakerState.OPEN:
+            return 0.0
+        return max(0.0, self.policy.open_seconds - (self._clock() - self._opened_at))
+
+    def allow(self) -> bool:
+        """May a call go through now? In half-open, only the first caller (the probe) may."""
+        if self._state is BreakerState.CLOSED:
+            return True
+        if self._state is BreakerState.OPEN:
+            if not self._cooled_down():
+                return False
+            self._set(BreakerState.HALF_OPEN)
+        if self._probing:
+            return False
+        self._probing = True
+        return True
+
+    def record_success(self) -> None:
+        self._failures = self._timeouts = 0
+        self._probing = False
+        self.last_error = None
+        if self._state is not BreakerState.CLOSED:
+            self._set(BreakerState.CLOSED)
+
+    def record_failure(self, *, timeout: bool = False, error: str | None = None) -> None:
+        self.last_error = error or ("timeout" if timeout else "failure")
+        if self._state is BreakerState.HALF_OPEN:
+            self._probing = False
+            self._open()
+            return
+        if timeout:
+            self._timeouts += 1
+        else:
+            self._failures += 1
+        if self._timeouts >= self.policy.max_timeouts or self._failures >= self.policy.max_failures:
+            self._open()
+
+    def release_probe(self) -> None:
+        """The probe ended without a verdict (e.g. cancelled): let another caller probe."""
+        self._probing = False
+
+    def _open(self) -> None:
+        self._opened_at = self._clock()
+        self._failures = self._timeouts = 0
+        self._set(BreakerState.OPEN)
+
+    def _set(self, state: BreakerState) -> None:
+        if state is not self._state:
+            self._state = state
+            if self._on_change is not None:
+                self._on_change(self.name, state)
+
+    def snapshot(self) -> dict[str, object]:
+        return {
+            "state": self.state.value,
+            "consecutive_failures": self._failures,
+            "consecutive_timeouts": self._timeouts,
+            "retry_after_s": round(self.retry_after(), 3),
+            "last_error": self.last_error,
+        }
