@@ -11,8 +11,8 @@ import math
 import time
 
 from limits import RateLimitItem, RateLimitItemPerSecond
-from limits.aio.storage import storage_from_string
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.storage import storage_from_string
 
 
 def per_second(rate: float) -> RateLimitItem:
@@ -26,7 +26,8 @@ def per_second(rate: float) -> RateLimitItem:
 
 class RateLimiter:
     def __init__(self, storage_uri: str = "memory://", namespace: str = "hermes") -> None:
-        self._storage = storage_from_string(storage_uri)
+        uri = storage_uri if storage_uri.startswith("async+") else f"async+{storage_uri}"
+        self._storage = storage_from_string(uri)
         self._limiter = MovingWindowRateLimiter(self._storage)
         self._namespace = namespace
         self._items: dict[float, RateLimitItem] = {}
@@ -54,4 +55,4 @@ class RateLimiter:
             await asyncio.sleep(wait)
 
     async def reset(self) -> None:
-        await self._storage.reset()
+        await self._storage.reset()  # type: ignore[misc]
