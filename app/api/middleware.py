@@ -19,10 +19,6 @@ from app.observability.logs import request_id_var
 log = logging.getLogger("hermes.access")
 
 
-class _TooLarge(Exception):
-    pass
-
-
 def _error_bytes(code: str, message: str, **details: Any) -> bytes:
     body = {"error": {"code": code, "message": message, "details": details}}
     return json.dumps(body).encode()
@@ -45,33 +41,56 @@ class BodyLimitMiddleware:
             except ValueError:
                 too_big = False
             if too_big:
-                await self._reject(send)
+                drained = await self._drain(receive)
+                await self._reject(send, close=not drained)
                 return
         seen = 0
         started = False
+        rejected = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge
+                    rejected = True
+                    if not started:
+                        more = message.get("more_body", False)
+                        drained = not more or await self._drain(receive)
+                        await self._reject(send, close=not drained)
+                    # The app sees a client that went away and stops reading.
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracking_send(message: Message) -> None:
+        async def guarded_send(message: Message) -> None:
             nonlocal started
+            if rejected:
+                return  # our 413 already went out
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
+        await self.app(scope, limited_receive, guarded_send)
 
-    async def _reject(self, send: Send) -> None:
+    async def _drain(self, receive: Receive) -> bool:
+        """Read and drop the rest of an oversized body so the client can read our answer.
+
+        Gives up (and the connection is closed) past a few times the limit.
+        """
+        budget = 4 * self.max_bytes
+        while budget > 0:
+            message = await receive()
+            if message["type"] != "http.request":
+                return False
+            budget -= len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return True
+        return False
+
+    async def _reject(self, send: Send, *, close: bool) -> None:
         body = _error_bytes(
             "payload_too_large",
             f"the request body is larger than {self.max_bytes} bytes",
@@ -84,7 +103,7 @@ class BodyLimitMiddleware:
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
+                    *([(b"connection", b"close")] if close else []),
                 ],
             }
         )

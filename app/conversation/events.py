@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Protocol
 
 from app.storage.records import Event
@@ -84,50 +84,78 @@ class EventBus:
 class EventLog(Protocol):
     async def after(self, session_id: str, after_seq: int, limit: int = ...) -> list[Event]: ...
 
+    async def exists(self, session_id: str) -> bool: ...
 
-async def follow(
-    bus: EventBus,
-    log: EventLog,
-    session_id: str,
-    *,
-    after: int,
-    keepalive_s: float,
-    until: Callable[[Event], bool] = lambda _event: False,
-) -> AsyncIterator[Event | None]:
-    """Every event of the session with seq > `after`, then live ones, exactly once and in order.
 
-    Yields `None` when `keepalive_s` pass without an event (the caller sends a keep-alive).
-    Stops after an event for which `until` is true, or when the session is deleted.
+class Follower:
+    """Every event of a session with seq > `after`, then live ones, exactly once and in order.
+
+    It subscribes when created (before the caller starts the response), so nothing published
+    between creating it and iterating it is missed. Iterating yields `None` when `keepalive_s`
+    pass without an event. It stops after an event for which `until` is true, or when the
+    session is gone. `aclose()` releases the subscription.
     """
-    last = after
-    with bus.subscribe(session_id) as sub:
+
+    def __init__(
+        self,
+        bus: EventBus,
+        log: EventLog,
+        session_id: str,
+        *,
+        after: int,
+        keepalive_s: float,
+        until: Callable[[Event], bool] = lambda _event: False,
+    ) -> None:
+        self._log = log
+        self._session_id = session_id
+        self._last = after
+        self._keepalive_s = keepalive_s
+        self._until = until
+        self._subscription = bus.subscribe(session_id)
+        self._sub = self._subscription.__enter__()
+        self._events = self._run()
+
+    def __aiter__(self) -> Follower:
+        return self
+
+    async def __anext__(self) -> Event | None:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
+        self._subscription.__exit__(None, None, None)
+
+    async def _run(self) -> AsyncGenerator[Event | None]:
+        sub = self._sub
         while True:
             # Catch up from the log.
             while True:
-                page = await log.after(session_id, last, _PAGE)
+                page = await self._log.after(self._session_id, self._last, _PAGE)
                 for event in page:
                     yield event
-                    last = event.seq
-                    if until(event):
+                    self._last = event.seq
+                    if self._until(event):
                         return
                 if len(page) < _PAGE:
                     break
+            if not page and not await self._log.exists(self._session_id):
+                return
             # Follow live events until we fall behind.
             while True:
                 if sub.overflowed:
                     sub.drain()
                     break
-                item = await sub.get(keepalive_s)
+                item = await sub.get(self._keepalive_s)
                 if item is None:
                     yield None
                     continue
                 if isinstance(item, _Closed):
                     return
-                if item.seq <= last:
+                if item.seq <= self._last:
                     continue
-                if item.seq != last + 1:
+                if item.seq != self._last + 1:
                     break  # a gap: read it from the log
                 yield item
-                last = item.seq
-                if until(item):
+                self._last = item.seq
+                if self._until(item):
                     return

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.events import EventBus, follow
+from app.conversation.events import EventBus, Follower
 from app.conversation.manager import TurnManager
 from app.conversation.tokens import estimate_tokens
 from app.errors import InvalidInput, SessionNotFound, TurnFailed, TurnNotFound
@@ -112,28 +112,37 @@ class ConversationService:
             self.manager.wake(session_id)
         return accepted
 
-    def follow_turn(self, turn: Turn) -> AsyncIterator[Event | None]:
+    def follow_turn(self, turn: Turn) -> AsyncGenerator[Event | None]:
         """The turn's events from its acceptance to its end (None = keep-alive tick)."""
 
-        async def events() -> AsyncIterator[Event | None]:
-            async for event in follow(
-                self.bus,
-                self.events,
-                turn.session_id,
-                after=turn.accepted_seq,
-                keepalive_s=self.limits.keepalive_s,
-                until=lambda e: e.turn_id == turn.id and e.terminal,
-            ):
-                if event is None or event.turn_id == turn.id:
-                    yield event
+        follower = Follower(
+            self.bus,
+            self.events,
+            turn.session_id,
+            after=turn.accepted_seq,
+            keepalive_s=self.limits.keepalive_s,
+            until=lambda e: e.turn_id == turn.id and e.terminal,
+        )
+
+        async def events() -> AsyncGenerator[Event | None]:
+            try:
+                async for event in follower:
+                    if event is None or event.turn_id == turn.id:
+                        yield event
+            finally:
+                await follower.aclose()
 
         return events()
 
     async def wait_for_turn(self, turn: Turn) -> tuple[Turn, Message]:
         """Block until the turn ends; its final message, or `TurnFailed`."""
         if not turn.finished:
-            async for _event in self.follow_turn(turn):
-                pass
+            events = self.follow_turn(turn)
+            try:
+                async for _event in events:
+                    pass
+            finally:
+                await events.aclose()
         final = await self.turns.get(turn.session_id, turn.id)
         if final is None:
             raise TurnNotFound("the turn no longer exists", turn_id=turn.id)
@@ -149,10 +158,13 @@ class ConversationService:
         return final, message
 
     async def follow_session(
-        self, principal: Principal, session_id: str, after: int
-    ) -> AsyncIterator[Event | None]:
-        await self.get_session(principal, session_id)
-        return follow(
+        self, principal: Principal, session_id: str, after: int | None
+    ) -> Follower:
+        """Events after `after`, then live ones; with no `after`, only what happens from now."""
+        session = await self.get_session(principal, session_id)
+        if after is None:
+            after = session.last_event_seq
+        return Follower(
             self.bus,
             self.events,
             session_id,

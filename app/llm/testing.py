@@ -340,3 +340,53 @@ def fake_llm(*steps: Step, default: Step | None = None) -> Any:
         yield server
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# An in-process double of the ChatModel seam, for tests that don't need HTTP.
+
+
+class ScriptedLLM:
+    """`ChatModel` that plays scripted steps without any network; records each request."""
+
+    def __init__(self, *steps: Step, default: Step | None = None) -> None:
+        self._steps: deque[Step] = deque(steps)
+        self.default: Step = default or Reply("scripted reply")
+        self.requests: list[Any] = []
+
+    def enqueue(self, *steps: Step) -> None:
+        self._steps.extend(steps)
+
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        from app.errors import UpstreamLLMError
+        from app.llm.gateway import StreamEnd, TextDelta, ToolCallDelta
+
+        self.requests.append(request)
+        step = self._steps.popleft() if self._steps else self.default
+        if isinstance(step, Hang):
+            await asyncio.sleep(step.seconds)
+        if getattr(step, "delay", 0.0):
+            await asyncio.sleep(step.delay)  # type: ignore[union-attr]
+        if isinstance(step, Fail):
+            code = "llm_rate_limited" if step.status == 429 else "llm_unavailable"
+            raise UpstreamLLMError(step.message, code=code)
+        if isinstance(step, BreakStream):
+            yield TextDelta(step.text)
+            raise UpstreamLLMError("stream broke", code="llm_stream_interrupted")
+        if isinstance(step, Reply):
+            for i, piece in enumerate(_split(step.text, step.chunks)):
+                if i and step.chunk_delay:
+                    await asyncio.sleep(step.chunk_delay)
+                yield TextDelta(piece)
+            yield StreamEnd("stop", "scripted", *step.usage)
+            return
+        assert isinstance(step, ToolCalls)
+        if step.text:
+            yield TextDelta(step.text)
+        for index, call in enumerate(step.calls):
+            payload = _tool_call_payload(call, index)
+            yield ToolCallDelta(index, payload["id"], call.name, payload["function"]["arguments"])
+        yield StreamEnd("tool_calls", "scripted", 10, 5)
+
+    async def aclose(self) -> None:
+        return None

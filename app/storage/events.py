@@ -15,6 +15,11 @@ class EventStore(Store):
         )
         return [Event.from_row(r) for r in rows]
 
+    async def exists(self, session_id: str) -> bool:
+        return (
+            await self.db.fetchone("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) is not None
+        )
+
     async def last_seq(self, session_id: str) -> int:
         row = await self.db.fetchone(
             "SELECT last_event_seq FROM sessions WHERE id = ?", (session_id,)

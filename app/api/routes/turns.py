@@ -69,5 +69,5 @@ async def session_events(
             ) from None
         if start < 0:
             raise InvalidInput("Last-Event-ID must not be negative", field="Last-Event-ID")
-    events = await conversation.follow_session(principal, session_id, start or 0)
+    events = await conversation.follow_session(principal, session_id, start)
     return sse.stream_response(events)

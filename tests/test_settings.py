@@ -1,0 +1,84 @@
+"""Settings: environment, YAML file, defaults; bad values name the variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import ConfigError, load_settings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = load_settings()
+    assert s.model == "hermes/local"
+    assert s.max_tool_rounds == 8
+    assert s.session_idle_minutes == 15
+    assert s.busy_policy == "reject"
+    assert s.db_synchronous == "NORMAL"
+    assert s.fallback_models == []
+
+
+def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("HERMES_FALLBACK_MODELS", "openai/a, openai/b ,")
+    monkeypatch.setenv("HERMES_BUSY_POLICY", "enqueue")
+    monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "3")
+    monkeypatch.setenv("HERMES_DB_SYNCHRONOUS", "FULL")
+    s = load_settings()
+    assert s.model == "openai/gpt-4o-mini"
+    assert s.fallback_models == ["openai/a", "openai/b"]
+    assert s.busy_policy == "enqueue"
+    assert s.max_tool_rounds == 3
+    assert s.db_synchronous == "FULL"
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("HERMES_MAX_TOOL_ROUNDS", "eight"),
+        ("HERMES_MAX_TOOL_ROUNDS", "0"),
+        ("HERMES_BUSY_POLICY", "drop"),
+        ("HERMES_SESSION_IDLE_MINUTES", "-1"),
+        ("HERMES_DB_SYNCHRONOUS", "OFF"),
+        ("HERMES_MODEL", "  "),
+    ],
+)
+def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert var in str(info.value)
+
+
+def test_yaml_file_is_read_and_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "hermes.yaml"
+    config.write_text("model: openai/from-yaml\nmax_tool_rounds: 4\nbusy_policy: enqueue\n")
+    monkeypatch.setenv("HERMES_CONFIG", str(config))
+    monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "5")
+    s = load_settings()
+    assert s.model == "openai/from-yaml"
+    assert s.busy_policy == "enqueue"
+    assert s.max_tool_rounds == 5
+
+
+def test_yaml_unknown_key_and_missing_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "hermes.yaml"
+    config.write_text("modle: typo\n")
+    monkeypatch.setenv("HERMES_CONFIG", str(config))
+    with pytest.raises(ConfigError, match="HERMES_MODLE: unknown setting"):
+        load_settings()
+    monkeypatch.setenv("HERMES_CONFIG", str(tmp_path / "nope.yaml"))
+    with pytest.raises(ConfigError, match="HERMES_CONFIG: no such file"):
+        load_settings()
+
+
+def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_AUTH", "api_key")
+    with pytest.raises(ConfigError, match="HERMES_API_KEYS"):
+        load_settings()
+    monkeypatch.setenv("HERMES_API_KEYS", "acme:boss:0123456789abcdef")
+    with pytest.raises(ConfigError, match="HERMES_API_KEYS: unknown role"):
+        load_settings()
+    monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcdef")
+    assert load_settings().api_keys == ["acme:agent:0123456789abcdef"]
