@@ -1,0 +1,182 @@
+"""The offline model's dialogue policy: a pure function of the conversation.
+
+`DialoguePolicy.decide(messages, offered_tools)` reads the whole conversation each time (no
+state is kept between calls), folds the user turns into an effective intent and the slots
+given so far, and returns one decision from a closed set. See docs/offline-model.md for the
+decision table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.llm.local import templates as t
+from app.llm.local.intents import (
+    FREE_TEXT,
+    INTENT_OF_TOOL,
+    TOOL_INTENTS,
+    Call,
+    Memory,
+    Need,
+    answers,
+    asked_slot,
+    plan,
+)
+from app.llm.local.replies import result_reply
+from app.llm.local.templates import Lang
+from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, language, read
+from app.nlu.types import Parser, ParseResult, Slot
+
+LOW_CONFIDENCE = "low_confidence"
+_HANDOFF_INTENTS = frozenset({"human_handoff", "out_of_scope", LOW_CONFIDENCE})
+
+# Words that may surround a bare slot answer ("订单号是 202405201234", "it's SF123456789CN").
+_FILLER = re.compile(
+    r"订单编号|订单号|订单|快递单号|物流单号|运单号|单号|手机号码|手机号|电话|号码|邮箱|是|我的|嗯|好的|哦|"
+    r"\b(?:order|number|no|id|tracking|phone|mobile|email|my|it|its|it's|is|the|sure|ok|okay|"
+    r"yes|here|please|thanks|thank|you)\b",
+    re.I,
+)
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+@dataclass(frozen=True)
+class AskForSlot:
+    text: str
+    intent: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class CallTool:
+    name: str
+    arguments: dict[str, Any]
+    intent: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    intent: str
+
+
+@dataclass(frozen=True)
+class Handoff:
+    text: str
+    reason: str  # human_handoff | out_of_scope | low_confidence | tool_not_offered
+
+
+Decision = AskForSlot | CallTool | Reply | Handoff
+
+
+@dataclass
+class Understanding:
+    """The conversation folded up to its last user message."""
+
+    intent: str = "greeting"
+    continued: bool = False  # the last message answered a question for the previous intent
+    memory: Memory = field(default_factory=Memory)
+    language: Lang = "en"
+
+
+class DialoguePolicy:
+    def __init__(self, parser: Parser, min_confidence: float = 0.5) -> None:
+        self.parser = parser
+        self.min_confidence = min_confidence
+
+    def decide(self, messages: list[dict[str, Any]], offered: Collection[str]) -> Decision:
+        transcript = read(messages)
+        if not transcript.user_turns:
+            return Reply(t.GREETING["en"], "greeting")
+        u = self.understand(transcript.user_turns)
+        lang = u.language
+        made: dict[tuple[str, str], Exchange] = {}
+        for exchange in transcript.exchanges:
+            key = exchange.key()
+            kept = made.get(key) if key else None
+            if key and (kept is None or (kept.outcome is None and exchange.outcome is not None)):
+                made[key] = exchange  # an answered call wins over an unanswered repeat of it
+        last = transcript.last_result() if transcript.last_is_tool else None
+
+        def done(name: str, arguments: dict[str, Any]) -> Outcome | None:
+            exchange = made.get(call_key(name, arguments))
+            return exchange.outcome if exchange else None
+
+        step = plan(u.intent, u.memory, done) if u.intent in TOOL_INTENTS else None
+        if isinstance(step, Call):
+            already = made.get(call_key(step.name, step.arguments))
+            if already is not None:  # never the same call twice in one turn: answer instead
+                return self._from_result(already, lang)
+            if step.name in offered:
+                return CallTool(step.name, step.arguments, u.intent)
+            if last is None:
+                return Handoff(t.HANDOFF["tool_not_offered"][lang], "tool_not_offered")
+        if last is not None:
+            return self._from_result(last, lang)
+        if isinstance(step, Need):
+            return AskForSlot(t.ASK[u.intent][step.slot][lang], u.intent, step.slot)
+        if u.intent in _HANDOFF_INTENTS:
+            return Handoff(t.HANDOFF[u.intent][lang], u.intent)
+        if u.intent == "goodbye":
+            return Reply(t.GOODBYE[lang], "goodbye")
+        if u.intent == "greeting":
+            return Reply(t.GREETING[lang], "greeting")
+        return Handoff(t.HANDOFF["out_of_scope"][lang], "out_of_scope")  # an unknown label
+
+    def understand(self, turns: list[UserTurn]) -> Understanding:
+        u = Understanding()
+        active: str | None = None  # the tool intent the conversation is currently serving
+        residuals: list[str] = []
+        for index, turn in enumerate(turns):
+            parse = self.parser.parse(turn.text)
+            slots = {s.name: s.value for s in parse.slots}
+            residual = _without_slots(turn.text, parse.slots)
+            residuals.append(residual)
+            asked = asked_slot(turn.after) if active else None
+            if active and asked and self._continues(active, asked, parse, slots, residual):
+                u.intent, u.continued = active, True
+                if asked in FREE_TEXT:
+                    u.memory.answers[asked] = turn.text
+            else:
+                confident = parse.confidence >= self.min_confidence
+                intent = parse.intent if confident else LOW_CONFIDENCE
+                if intent != active:
+                    u.memory.new_thread()
+                u.intent, u.continued = intent, False
+            u.memory.add(slots, index, turn.text)
+            active = u.intent if u.intent in TOOL_INTENTS else None
+        u.language = "zh" if language(residuals) == "zh" else "en"
+        return u
+
+    def _continues(
+        self, active: str, asked: str, parse: ParseResult, slots: dict[str, str], residual: str
+    ) -> bool:
+        """Whether a message answers the previous question instead of starting something new."""
+        if not answers(asked, slots, parse.text):
+            return False
+        if asked not in FREE_TEXT and _is_bare(residual):
+            return True
+        if parse.confidence < self.min_confidence:
+            return True
+        switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye"}
+        return parse.intent not in switches
+
+    @staticmethod
+    def _from_result(exchange: Exchange, lang: Lang) -> Reply:
+        intent = INTENT_OF_TOOL.get(exchange.name, "")
+        return Reply(result_reply(intent, exchange, lang), intent)
+
+
+def _without_slots(text: str, slots: list[Slot]) -> str:
+    out = text
+    for slot in sorted(slots, key=lambda s: s.start, reverse=True):
+        if 0 <= slot.start < slot.end <= len(out):
+            out = out[: slot.start] + " " + out[slot.end :]
+    return out
+
+
+def _is_bare(residual: str) -> bool:
+    return not _NOT_WORD.sub("", _FILLER.sub(" ", residual))

@@ -1,0 +1,114 @@
+"""Turn a tool result into a reply: pick the intent's template for the outcome, fill it from
+the result's data (and the call's arguments), drop what the data does not have."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from app.llm.local import templates as t
+from app.llm.local.templates import Lang
+from app.llm.local.transcript import Exchange, Outcome
+
+_FORMATTER = string.Formatter()
+_MONEY = {"amount", "total_amount"}
+_INVALID = {"invalid_arguments", "malformed_arguments"}
+
+
+def render(segments: list[str], values: dict[str, str], lang: Lang) -> str:
+    """Join the segments whose every placeholder has a value."""
+    kept = []
+    for segment in segments:
+        names = [name for _, name, _, _ in _FORMATTER.parse(segment) if name]
+        if all(values.get(name) for name in names):
+            kept.append(segment.format(**values))
+    return ("" if lang == "zh" else " ").join(kept)
+
+
+def outcome_kind(outcome: Outcome) -> str:
+    if outcome.status in ("success", "fallback"):
+        return outcome.status
+    code = outcome.error_code
+    if code.endswith("not_found"):
+        return "not_found"
+    if code in _INVALID:
+        return "invalid"
+    return "error"
+
+
+def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
+    outcome = exchange.outcome or Outcome("unreadable")
+    kind = outcome_kind(outcome)
+    args = {k: _plain(k, v) for k, v in (exchange.arguments or {}).items()}
+    values = {k: v for k, v in args.items() if v}
+    if kind == "success" and isinstance(outcome.data, dict):
+        values.update(_success_values(intent, outcome.data, lang))
+    elif kind == "fallback":
+        values["message"] = _fallback_message(outcome.data)
+    elif kind == "invalid":
+        slot = next((k for k in args if k in t.SLOT_NAME), None)
+        values["slot_name"] = t.SLOT_NAME[slot][lang] if slot else t.SLOT_NAME["value"][lang]
+    segments = t.RESULT.get(intent, {}).get(kind) or t.RESULT_DEFAULT[kind]
+    text = render(segments[lang], values, lang)
+    return text or render(t.RESULT_DEFAULT["success"][lang], {}, lang)
+
+
+def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, str]:
+    values = {k: _plain(k, v) for k, v in data.items()}
+    status = str(data.get("status") or "")
+    if intent == "order_status":
+        known = t.ORDER_STATUS.get(status)
+        values["status_name"] = known[lang] if known else _plain("", data.get("status_text"))
+        values["items"] = _items(data.get("items"), lang)
+    elif intent == "track_shipment":
+        known = t.SHIPMENT_STATUS.get(status)
+        values["status_name"] = known[lang] if known else status
+        values["event"] = _latest_event(data.get("events"))
+    elif intent == "refund_request":
+        known = t.REFUND_STATUS.get(status)
+        values["status_name"] = known[lang] if known else status
+    elif intent == "update_contact":
+        field = t.CONTACT_FIELD.get(str(data.get("field") or ""))
+        values["field_name"] = field[lang] if field else ""
+    return {k: v for k, v in values.items() if v}
+
+
+def _plain(key: str, value: Any) -> str:
+    """A scalar as text; structured values are rendered by their own helpers."""
+    if value is None or isinstance(value, dict | list | bool):
+        return ""
+    if key in _MONEY and isinstance(value, int | float):
+        return f"{value:.2f}"
+    return str(value).strip()
+
+
+def _items(items: Any, lang: Lang) -> str:
+    if not isinstance(items, list):
+        return ""
+    parts = []
+    for item in items:
+        if not isinstance(item, dict) or not item.get("product"):
+            continue
+        quantity = item.get("quantity")
+        suffix = f" ×{quantity}" if quantity not in (None, "") else ""
+        parts.append(f"{item['product']}{suffix}")
+    return ("、" if lang == "zh" else ", ").join(parts)
+
+
+def _latest_event(events: Any) -> str:
+    if not isinstance(events, list):
+        return ""
+    dated = [e for e in events if isinstance(e, dict)]
+    if not dated:
+        return ""
+    latest = max(dated, key=lambda e: str(e.get("time") or ""))
+    parts = (_plain("", latest.get(k)) for k in ("time", "location", "description"))
+    return " ".join(p for p in parts if p)
+
+
+def _fallback_message(data: Any) -> str:
+    if isinstance(data, str):
+        return data.strip()
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return str(data["message"]).strip()
+    return ""

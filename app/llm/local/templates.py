@@ -1,0 +1,268 @@
+"""Every sentence the offline model can say, in Chinese and English.
+
+Result templates are lists of segments; a segment is dropped when a value it names is missing
+in the tool's data, so a reply never shows an empty field and never invents one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Lang = Literal["zh", "en"]
+Text = dict[Lang, str]
+
+GREETING: Text = {
+    "zh": "您好！我是智能客服，可以帮您查询订单和物流、办理退款退货、重置密码、更新联系方式或"
+    "登记投诉。请问有什么可以帮您？",
+    "en": "Hello! I can check orders and deliveries, handle refunds and returns, reset your "
+    "password, update your contact details or log a complaint. How can I help?",
+}
+
+GOODBYE: Text = {
+    "zh": "感谢您的咨询，祝您生活愉快，再见！",
+    "en": "Thank you for contacting us. Have a good day, goodbye!",
+}
+
+HANDOFF: dict[str, Text] = {
+    "human_handoff": {
+        "zh": "好的，我这就为您转接人工客服，请稍候。",
+        "en": "Of course. I'm passing you to a human agent now; please hold on.",
+    },
+    "out_of_scope": {
+        "zh": "抱歉，这个问题超出了我能处理的范围。我可以为您转接人工客服，由同事进一步帮您。",
+        "en": "Sorry, that is outside what I can handle. I can pass you to a human agent who "
+        "can help further.",
+    },
+    "low_confidence": {
+        "zh": "抱歉，我没有完全理解您的意思。您可以换个说法再试一次，或者我为您转接人工客服。",
+        "en": "Sorry, I didn't quite understand. Could you rephrase that? Or I can pass you to "
+        "a human agent.",
+    },
+    "tool_not_offered": {
+        "zh": "抱歉，这项业务我目前无法直接办理。我可以为您转接人工客服继续处理。",
+        "en": "Sorry, I can't handle this request myself right now. I can pass you to a human "
+        "agent who can.",
+    },
+}
+
+# intent -> slot -> question. The slot keys are the ones `asked_slot` recognises.
+ASK: dict[str, dict[str, Text]] = {
+    "order_status": {
+        "order_id": {
+            "zh": "好的，请提供您的订单号（12位数字）。",
+            "en": "Sure. Could you give me your order number (12 digits)?",
+        },
+    },
+    "track_shipment": {
+        "tracking_or_order": {
+            "zh": "好的，请提供快递单号或订单号。",
+            "en": "Sure. Could you give me the tracking number or the order number?",
+        },
+    },
+    "refund_request": {
+        "order_id": {
+            "zh": "请提供需要退款的订单号（12位数字）。",
+            "en": "Which order should be refunded? Please give me the order number (12 digits).",
+        },
+    },
+    "return_request": {
+        "order_id": {
+            "zh": "请提供需要退货的订单号（12位数字）。",
+            "en": "Which order would you like to return? Please give me the order number "
+            "(12 digits).",
+        },
+    },
+    "password_reset": {
+        "phone": {
+            "zh": "请提供您账户绑定的手机号，我会把重置链接发送到这个号码。",
+            "en": "Please give me the mobile number on your account; I'll send the reset link "
+            "there.",
+        },
+    },
+    "complaint": {
+        "summary": {
+            "zh": "很抱歉给您带来不便。请具体描述一下遇到的问题，我来为您登记。",
+            "en": "I'm sorry about that. Could you describe the problem in a few words so I can "
+            "log it?",
+        },
+    },
+    "update_contact": {
+        "contact_field": {
+            "zh": "您想更新哪项联系方式：手机号、邮箱还是地址？",
+            "en": "Which contact detail would you like to update: phone, email or address?",
+        },
+        "phone": {"zh": "请提供新的手机号。", "en": "What is the new phone number?"},
+        "email": {"zh": "请提供新的邮箱地址。", "en": "What is the new email address?"},
+        "address": {"zh": "请提供新的地址。", "en": "What is the new address?"},
+    },
+}
+
+ORDER_STATUS: dict[str, Text] = {
+    "pending": {"zh": "待付款", "en": "awaiting payment"},
+    "paid": {"zh": "已付款，等待发货", "en": "paid and waiting to be shipped"},
+    "shipped": {"zh": "已发货", "en": "shipped"},
+    "delivered": {"zh": "已签收", "en": "delivered"},
+    "cancelled": {"zh": "已取消", "en": "cancelled"},
+    "refunded": {"zh": "已退款", "en": "refunded"},
+}
+
+SHIPMENT_STATUS: dict[str, Text] = {
+    "created": {"zh": "已创建运单，等待揽收", "en": "label created, awaiting pickup"},
+    "in_transit": {"zh": "运输中", "en": "in transit"},
+    "out_for_delivery": {"zh": "派送中", "en": "out for delivery"},
+    "delivered": {"zh": "已签收", "en": "delivered"},
+    "exception": {"zh": "配送异常", "en": "held up by a delivery exception"},
+}
+
+REFUND_STATUS: dict[str, Text] = {
+    "pending_review": {
+        "zh": "待人工审核（金额超过500需人工审批）",
+        "en": "pending review (amounts above 500 need a person's approval)",
+    },
+    "approved": {"zh": "已批准", "en": "approved"},
+}
+
+CONTACT_FIELD: dict[str, Text] = {
+    "phone": {"zh": "手机号", "en": "phone number"},
+    "email": {"zh": "邮箱", "en": "email address"},
+    "address": {"zh": "地址", "en": "address"},
+}
+
+# intent -> outcome -> segments. Outcomes: success, not_found, invalid, error, fallback.
+RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
+    "order_status": {
+        "success": {
+            "zh": [
+                "您的订单 {order_id} 当前状态：{status_name}。",
+                "商品：{items}。",
+                "合计 {total_amount} {currency}。",
+                "物流：{carrier}，运单号 {tracking_number}。",
+            ],
+            "en": [
+                "Your order {order_id} is {status_name}.",
+                "Items: {items}.",
+                "Total {total_amount} {currency}.",
+                "Carrier: {carrier}, tracking number {tracking_number}.",
+            ],
+        },
+        "not_found": {
+            "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
+            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+        },
+    },
+    "track_shipment": {
+        "success": {
+            "zh": [
+                "您的包裹（{carrier} {tracking_number}）当前状态：{status_name}。",
+                "最新动态：{event}。",
+                "预计送达：{estimated_delivery}。",
+            ],
+            "en": [
+                "Your parcel ({carrier} {tracking_number}) is {status_name}.",
+                "Latest update: {event}.",
+                "Estimated delivery: {estimated_delivery}.",
+            ],
+        },
+        "not_found": {
+            "zh": ["没有找到运单 {tracking_number}，请核对快递单号。"],
+            "en": ["I couldn't find tracking number {tracking_number}. Could you check it?"],
+        },
+    },
+    "refund_request": {
+        "success": {
+            "zh": [
+                "已为订单 {order_id} 提交退款申请，申请号 {refund_id}。",
+                "退款金额 {amount} {currency}。",
+                "当前状态：{status_name}。",
+            ],
+            "en": [
+                "I've filed a refund for order {order_id}, reference {refund_id}.",
+                "Amount: {amount} {currency}.",
+                "Status: {status_name}.",
+            ],
+        },
+        "not_found": {
+            "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
+            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+        },
+    },
+    "return_request": {
+        "success": {
+            "zh": [
+                "已为订单 {order_id} 创建退货单 {return_id}。",
+                "退货面单：{label_url}。",
+            ],
+            "en": [
+                "I've created return {return_id} for order {order_id}.",
+                "Return label: {label_url}.",
+            ],
+        },
+        "not_found": {
+            "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
+            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+        },
+    },
+    "password_reset": {
+        "success": {
+            "zh": ["重置密码的链接已通过短信发送到 {masked_phone}，请查收。"],
+            "en": ["A password reset link has been sent by SMS to {masked_phone}."],
+        },
+        "error": {
+            "zh": ["抱歉，没能为您重置密码。请确认这是账户绑定的手机号，或者我为您转接人工客服。"],
+            "en": [
+                "Sorry, I couldn't reset the password. Please check that this is the number on "
+                "your account, or I can pass you to a human agent."
+            ],
+        },
+    },
+    "complaint": {
+        "success": {
+            "zh": ["已为您登记投诉，工单号 {ticket_id}，我们会尽快跟进处理。"],
+            "en": ["I've logged your complaint as ticket {ticket_id}; we'll follow up soon."],
+        },
+    },
+    "update_contact": {
+        "success": {
+            "zh": ["您的{field_name}已更新为 {masked_value}。"],
+            "en": ["Your {field_name} has been updated to {masked_value}."],
+        },
+    },
+}
+
+# Used when an intent has no template of its own for an outcome.
+RESULT_DEFAULT: dict[str, dict[Lang, list[str]]] = {
+    "success": {"zh": ["已为您办理完成。"], "en": ["That's done."]},
+    "not_found": {
+        "zh": ["没有找到相关记录，请核对您提供的信息。"],
+        "en": ["I couldn't find a matching record. Could you check the details?"],
+    },
+    "invalid": {
+        "zh": ["您提供的{slot_name}格式好像不对，请核对后再发给我。"],
+        "en": [
+            "The {slot_name} you gave doesn't look right. Could you check it and send it again?"
+        ],
+    },
+    "error": {
+        "zh": ["抱歉，系统暂时无法完成这项操作，请稍后再试，或者我为您转接人工客服。"],
+        "en": [
+            "Sorry, the system can't complete this right now. Please try again later, or I can "
+            "pass you to a human agent."
+        ],
+    },
+    "fallback": {
+        "zh": ["抱歉，暂时无法获取实时信息。", "{message}", "请稍后再试。"],
+        "en": [
+            "Sorry, live information isn't available right now.",
+            "{message}",
+            "Please try again later.",
+        ],
+    },
+}
+
+SLOT_NAME: dict[str, Text] = {
+    "order_id": {"zh": "订单号", "en": "order number"},
+    "tracking_number": {"zh": "快递单号", "en": "tracking number"},
+    "phone": {"zh": "手机号", "en": "phone number"},
+    "value": {"zh": "联系方式", "en": "contact detail"},
+    "amount": {"zh": "金额", "en": "amount"},
+}
