@@ -44,7 +44,9 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
         ("HERMES_MODEL", "  "),
     ],
 )
-def test_bad_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
+def test_bad_values_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, var: str, value: str
+) -> None:
     monkeypatch.setenv(var, value)
     with pytest.raises(ConfigError) as info:
         load_settings()

@@ -246,8 +246,10 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
                 try:
                     Draft202012Validator.check_schema(raw[key])
                 except jsonschema.SchemaError as exc:
+                    inner = tuple(exc.absolute_path)
                     raise fail(
-                        (*at, key), f"{raw['name']}.{key} is not a valid JSON Schema: {exc.message}"
+                        (*at, key, *inner),
+                        f"{raw['name']}.{key} is not a valid JSON Schema: {exc.message}",
                     ) from None
         for j, rule in enumerate(raw.get("business_rules", ())):
             if rule["field"] not in raw["parameters"]["properties"]:

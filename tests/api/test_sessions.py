@@ -42,7 +42,9 @@ async def test_create_get_delete(service: LiveService) -> None:
     deleted = await service.client.delete(f"/v1/sessions/{session_id}")
     assert deleted.status_code == 204
     assert_error(await service.client.get(f"/v1/sessions/{session_id}"), 404, "session_not_found")
-    assert_error(await service.client.delete(f"/v1/sessions/{session_id}"), 404, "session_not_found")
+    assert_error(
+        await service.client.delete(f"/v1/sessions/{session_id}"), 404, "session_not_found"
+    )
 
 
 async def test_ids_are_unique(service: LiveService) -> None:
@@ -67,14 +69,20 @@ async def test_malformed_bodies_are_422(service: LiveService) -> None:
     err = assert_error(await client.post("/v1/sessions", json={}), 422, "validation_error")
     assert any(e["field"].endswith("user_id") for e in err["details"]["errors"])
     assert_error(
-        await client.post("/v1/sessions", content=b"{not json", headers={"content-type": "application/json"}),
+        await client.post(
+            "/v1/sessions", content=b"{not json", headers={"content-type": "application/json"}
+        ),
         422,
         "validation_error",
     )
     assert_error(
-        await client.post("/v1/sessions", json={"user_id": "u", "extra": 1}), 422, "validation_error"
+        await client.post("/v1/sessions", json={"user_id": "u", "extra": 1}),
+        422,
+        "validation_error",
     )
-    assert_error(await client.post("/v1/sessions", json={"user_id": "a b"}), 422, "validation_error")
+    assert_error(
+        await client.post("/v1/sessions", json={"user_id": "a b"}), 422, "validation_error"
+    )
     session_id = await new_session(service)
     for body in ({}, {"content": ""}, {"content": 5}, {"content": "x", "client_message_id": ""}):
         response = await client.post(f"/v1/sessions/{session_id}/messages", json=body)

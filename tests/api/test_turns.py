@@ -20,7 +20,9 @@ async def post(svc: LiveService, session_id: str, content: str, **extra: Any) ->
     )
 
 
-async def test_json_turn_returns_the_final_message(service: LiveService, fake_llm: FakeLLMServer) -> None:
+async def test_json_turn_returns_the_final_message(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
     fake_llm.enqueue(Reply("您好，有什么可以帮您？"))
     session_id = await new_session(service)
     response = await post(service, session_id, "你好")
@@ -91,7 +93,9 @@ async def test_malformed_tool_arguments_go_back_to_the_model(
     assert "timezone" in second_result["error"]["message"]
 
 
-async def test_unknown_tool_is_reported_not_crashed(service: LiveService, fake_llm: FakeLLMServer) -> None:
+async def test_unknown_tool_is_reported_not_crashed(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
     fake_llm.enqueue(ToolCalls(ToolCall("launch_rockets", {})), Reply("sorry"))
     session_id = await new_session(service)
     assert (await post(service, session_id, "go")).json()["message"]["content"] == "sorry"
@@ -156,7 +160,9 @@ async def test_busy_session_rejects_with_409(service: LiveService, fake_llm: Fak
     assert (await post(service, session_id, "three")).json()["message"]["content"] == "free again"
 
 
-async def test_enqueue_policy_runs_turns_in_order(make_settings: Any, fake_llm: FakeLLMServer) -> None:
+async def test_enqueue_policy_runs_turns_in_order(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
     fake_llm.enqueue(Reply("a1", delay=0.3), Reply("a2"), Reply("a3"))
     async with serve(make_settings(busy_policy="enqueue")) as svc:
         session_id = await new_session(svc)
@@ -190,7 +196,9 @@ async def test_llm_failure_fails_the_turn_and_the_session_survives(
 
 
 async def test_retries_then_fallback_model(make_settings: Any, fake_llm: FakeLLMServer) -> None:
-    fake_llm.enqueue(Fail(429, headers={"retry-after": "0"}), Reply("after a retry"), model="test-model")
+    fake_llm.enqueue(
+        Fail(429, headers={"retry-after": "0"}), Reply("after a retry"), model="test-model"
+    )
     async with serve(make_settings(fallback_models=["openai/backup-model"])) as svc:
         session_id = await new_session(svc)
         body = (await post(svc, session_id, "one")).json()

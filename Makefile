@@ -1,0 +1,34 @@
+# Two commands on a fresh machine (Python 3.11+ with venv):
+#   make run    install everything, start Hermes on 127.0.0.1:8000 with SQLite at ./var/hermes.db
+#   make test   install everything (with dev tools), run lint, type checks and the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test install bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	mkdir -p var
+	$(BIN)/hermes serve --host 127.0.0.1 --port 8000 --db ./var/hermes.db
+
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python bench/turn_overhead.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

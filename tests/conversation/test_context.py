@@ -1,0 +1,50 @@
+"""History handed to the model is always consistent: no orphan tool results, no unanswered calls."""
+
+from __future__ import annotations
+
+import json
+
+from app.conversation.context import history_messages, system_messages
+from app.storage.records import Message, Snapshot
+
+
+def msg(role: str, content: str | None = None, **kw: object) -> Message:
+    return Message(
+        id="m",
+        session_id="s",
+        tenant_id="t",
+        turn_id="x",
+        role=role,
+        content=content,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def call(call_id: str) -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def test_leading_orphan_tool_results_are_dropped() -> None:
+    history = [msg("tool", "r", tool_call_id="c0"), msg("user", "hi"), msg("assistant", "hello")]
+    assert [m["role"] for m in history_messages(history)] == ["user", "assistant"]
+
+
+def test_unanswered_calls_get_an_explicit_not_executed_result() -> None:
+    history = [
+        msg("user", "do two things"),
+        msg("assistant", None, tool_calls=[call("c1"), call("c2")]),
+        msg("tool", "ok", tool_call_id="c1"),
+        msg("user", "hello?"),
+    ]
+    out = history_messages(history)
+    assert [m["role"] for m in out] == ["user", "assistant", "tool", "tool", "user"]
+    synthetic = [m for m in out if m["role"] == "tool" and m["tool_call_id"] == "c2"]
+    assert json.loads(synthetic[0]["content"])["error"]["code"] == "not_executed"
+
+
+def test_summary_is_added_after_the_system_prompt() -> None:
+    snap = Snapshot(session_id="s", tenant_id="t", summary="User wants a refund.")
+    out = system_messages("SYSTEM", snap)
+    assert out[0] == {"role": "system", "content": "SYSTEM"}
+    assert "User wants a refund." in out[1]["content"]
+    assert system_messages("SYSTEM", None) == [{"role": "system", "content": "SYSTEM"}]

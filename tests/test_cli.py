@@ -1,0 +1,45 @@
+"""`hermes serve` refuses to start on bad configuration, naming the problem."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_hermes(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_bad_setting_stops_start_up_with_its_name(tmp_path: Path) -> None:
+    result = run_hermes("serve", "--db", str(tmp_path / "x.db"), HERMES_MAX_TOOL_ROUNDS="lots")
+    assert result.returncode == 2
+    assert "HERMES_MAX_TOOL_ROUNDS" in result.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_bad_tools_file_stops_start_up_with_the_line(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(
+        "version: 1\ntools:\n  - name: Bad-Name\n    description: a tool with a bad name here\n"
+        "    risk: read\n"
+        "    parameters: {type: object, properties: {}, additionalProperties: false}\n"
+        "    handler: {python: 'app.tools.builtin.clock:current_time'}\n"
+    )
+    result = run_hermes("serve", "--db", str(tmp_path / "x.db"), HERMES_TOOLS_FILE=str(tools))
+    assert result.returncode == 2
+    assert f"{tools}:3" in result.stderr
+    assert "name" in result.stderr
+
+
+def test_help() -> None:
+    result = run_hermes("--help")
+    assert result.returncode == 0 and "serve" in result.stdout

@@ -1,0 +1,159 @@
+"""Everything the API acknowledged survives `kill -9` of the server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.api.testing import read_events
+from app.llm.testing import FakeLLMServer, Reply
+
+pytestmark = pytest.mark.slow
+
+SESSIONS = int(os.environ.get("HERMES_TEST_DURABILITY_SESSIONS", "8"))
+ACKS_BEFORE_KILL = int(os.environ.get("HERMES_TEST_DURABILITY_ACKS", "40"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(db: Path, port: int, llm: FakeLLMServer) -> subprocess.Popen[bytes]:
+    log = db.with_suffix(".log").open("ab")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
+        "HERMES_MODEL": "openai/test-model",
+        "HERMES_MODEL_API_BASE": llm.url,
+        "HERMES_MODEL_API_KEY": "sk-test",
+        "HERMES_LOG_LEVEL": "WARNING",
+        "HERMES_BUSY_POLICY": "enqueue",
+    }
+    with log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", str(db)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+
+async def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    async with httpx.AsyncClient(base_url=base) as client:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()  # noqa: ASYNC240
+            try:
+                if (await client.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError("server did not become healthy")
+
+
+async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
+    db = tmp_path / "durable.db"
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with FakeLLMServer(default=Reply("an answer in a few words", chunk_delay=0.002)) as llm:
+        proc = _start(db, port, llm)
+        acked_messages: list[tuple[str, str, str]] = []  # (session, user msg id, assistant id)
+        acked_sessions: list[str] = []
+        acked_events: dict[str, dict[str, str]] = {}  # session -> {seq: type}
+        stop = asyncio.Event()
+        try:
+            await _wait_healthy(base, proc, db.with_suffix(".log"))
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+
+                async def talk(n: int) -> None:
+                    response = await client.post("/v1/sessions", json={"user_id": f"u{n}"})
+                    session_id = response.json()["id"]
+                    acked_sessions.append(session_id)
+                    i = 0
+                    while not stop.is_set():
+                        i += 1
+                        if i % 3 == 0:
+                            await _stream_one(client, session_id, f"m{i}", acked_events)
+                            continue
+                        r = await client.post(
+                            f"/v1/sessions/{session_id}/messages", json={"content": f"m{i}"}
+                        )
+                        body = r.json()
+                        acked_messages.append(
+                            (session_id, body["user_message_id"], body["message"]["id"])
+                        )
+                        if len(acked_messages) >= ACKS_BEFORE_KILL:
+                            stop.set()
+
+                tasks = [asyncio.create_task(talk(n)) for n in range(SESSIONS)]
+                await asyncio.wait_for(stop.wait(), 120)
+                proc.send_signal(signal.SIGKILL)  # mid-load: other requests are in flight
+                proc.wait(30)
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+
+        proc = _start(db, port, llm)
+        try:
+            await _wait_healthy(base, proc, db.with_suffix(".log"))
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                for session_id in acked_sessions:
+                    assert (await client.get(f"/v1/sessions/{session_id}")).status_code == 200
+                stored: dict[str, set[str]] = {}
+                for session_id in acked_sessions:
+                    items = (
+                        await client.get(
+                            f"/v1/sessions/{session_id}/messages", params={"limit": 500}
+                        )
+                    ).json()["items"]
+                    stored[session_id] = {m["id"] for m in items}
+                for session_id, user_id, assistant_id in acked_messages:
+                    assert user_id in stored[session_id]
+                    assert assistant_id in stored[session_id]
+                for session_id, events in acked_events.items():
+                    async with client.stream(
+                        "GET", f"/v1/sessions/{session_id}/events", params={"after": 0}
+                    ) as response:
+                        logged: dict[str, str] = {}
+                        async for event in read_events(response):
+                            logged[str(event.id)] = event.event
+                            if len(logged) >= max(int(k) for k in events):
+                                break
+                    for seq, event_type in events.items():
+                        assert logged.get(seq) == event_type
+                # The service is usable after the crash.
+                session_id = acked_sessions[0]
+                r = await client.post(
+                    f"/v1/sessions/{session_id}/messages", json={"content": "ok?"}
+                )
+                assert r.status_code == 200, r.text
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    assert len(acked_messages) >= ACKS_BEFORE_KILL
+
+
+async def _stream_one(
+    client: httpx.AsyncClient, session_id: str, content: str, sink: dict[str, dict[str, str]]
+) -> None:
+    async with client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": content},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        async for event in read_events(response, until="turn.completed"):
+            sink.setdefault(session_id, {})[str(event.id)] = event.event

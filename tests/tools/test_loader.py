@@ -1,0 +1,92 @@
+"""tools.yaml is checked against a meta-schema; errors carry the line and the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import PROJECT_ROOT
+from app.tools.loader import ToolsFileError, load_tools, resolve_python
+
+GOOD_TOOL = """
+  - name: ping
+    description: Answers pong. Use it only to test connectivity; no side effects.
+    risk: read
+    parameters:
+      type: object
+      additionalProperties: false
+      properties:
+        n: {type: integer}
+    handler:
+      python: app.tools.builtin.clock:current_time
+"""
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "tools.yaml"
+    path.write_text(body)
+    return path
+
+
+def test_project_tools_file_loads_and_resolves() -> None:
+    specs = load_tools(PROJECT_ROOT / "tools.yaml", resolve=resolve_python)
+    names = [s.name for s in specs]
+    assert "get_current_time" in names
+    assert len(names) == len(set(names))
+    for spec in specs:
+        assert spec.parameters["additionalProperties"] is False
+
+
+def test_defaults_apply(tmp_path: Path) -> None:
+    specs = load_tools(write(tmp_path, "version: 1\ndefaults: {timeout_s: 3}\ntools:" + GOOD_TOOL))
+    assert specs[0].timeout_s == 3 and specs[0].rate_limit == 5.0
+
+
+BAD_SCHEMA = GOOD_TOOL.replace("{type: integer}", "{type: integr}")
+AGAIN = GOOD_TOOL.replace("name: ping", "name: ping  # again")
+OPEN_PARAMS = GOOD_TOOL.replace("additionalProperties: false", "additionalProperties: true")
+
+
+@pytest.mark.parametrize(
+    ("body", "marker", "reason"),
+    [
+        ("version: 1\ntools:\n  - name: x\n", "- name: x", "required"),
+        ("version: 1\ntools:" + GOOD_TOOL.replace("risk: read", "risk: maybe"), "risk:", "risk"),
+        ("version: 1\ntools:" + OPEN_PARAMS, "additionalProperties: true", "additionalProperties"),
+        ("version: 1\ntools:" + GOOD_TOOL + AGAIN, "# again", "duplicate tool name"),
+        ("version: 1\ntools:\n  - [unclosed\n", None, "not valid YAML"),
+        ("version: 1\ntools:" + BAD_SCHEMA, "n: {type: integr}", "valid JSON Schema"),
+    ],
+)
+def test_errors_name_line_and_reason(
+    tmp_path: Path, body: str, marker: str | None, reason: str
+) -> None:
+    path = write(tmp_path, body)
+    lines = body.splitlines()
+    with pytest.raises(ToolsFileError) as info:
+        load_tools(path, resolve=resolve_python)
+    message = str(info.value)
+    if marker is not None:
+        line = next(i for i, text in enumerate(lines, 1) if marker in text)
+        assert message.startswith(f"{path}:{line}:"), message
+    assert reason in message
+
+
+def test_unresolvable_handler(tmp_path: Path) -> None:
+    body = "version: 1\ntools:" + GOOD_TOOL.replace("clock:current_time", "clock:nope")
+    with pytest.raises(ToolsFileError, match="handler not found"):
+        load_tools(write(tmp_path, body), resolve=resolve_python)
+
+
+def test_rule_field_must_be_a_parameter(tmp_path: Path) -> None:
+    body = (
+        "version: 1\ntools:"
+        + GOOD_TOOL
+        + (
+            "    business_rules:\n"
+            "      - {kind: max_value, field: amount, limit: 5, on_violation: reject}\n"
+        )
+    )
+    with pytest.raises(ToolsFileError, match="rule field 'amount'"):
+        load_tools(write(tmp_path, body))
