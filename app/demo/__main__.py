@@ -1,0 +1,5 @@
+import sys
+
+from app.demo.cli import main
+
+sys.exit(main())

@@ -1,0 +1,67 @@
+"""What every call-centre handler shares: the demo services from `ctx.services`, the acting
+customer, and turning backend refusals into `ToolHandlerError`s the model can act on."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from typing import cast
+
+from app.demo.errors import DemoError
+from app.demo.mail import Mailer
+from app.demo.records import Actor
+from app.demo.services import DEMO, SMTP
+from app.demo.store import DemoStore
+from app.tools.context import ToolContext
+from app.tools.handlers import ToolHandlerError
+
+
+def demo_store(ctx: ToolContext) -> DemoStore:
+    store = ctx.services.get(DEMO)
+    if store is None:
+        raise ToolHandlerError(
+            "backend_unavailable", "the order system is not connected", retryable=True
+        )
+    return cast(DemoStore, store)
+
+
+def mailer(ctx: ToolContext) -> Mailer:
+    found = ctx.services.get(SMTP)
+    if found is None:
+        raise ToolHandlerError("email_unavailable", "email is not configured", retryable=True)
+    return cast(Mailer, found)
+
+
+def actor(ctx: ToolContext) -> Actor:
+    # The session's user is the customer; ids the model passes are only ever looked up
+    # *within* this customer's records.
+    return Actor(ctx.tenant_id, ctx.user_id, ctx.session_id, ctx.idempotency_key)
+
+
+@contextlib.contextmanager
+def refusals() -> Iterator[None]:
+    try:
+        yield
+    except DemoError as exc:
+        raise ToolHandlerError(exc.code, exc.message, retryable=exc.retryable) from None
+
+
+def refuse(error: DemoError) -> ToolHandlerError:
+    return ToolHandlerError(error.code, error.message, retryable=error.retryable)
+
+
+def money(cents: int) -> float:
+    return round(cents / 100, 2)
+
+
+def to_cents(amount: float) -> int:
+    try:
+        value = Decimal(str(amount))
+    except InvalidOperation:
+        raise ToolHandlerError("invalid_amount", f"{amount!r} is not an amount") from None
+    if value != value.quantize(Decimal("0.01")):
+        raise ToolHandlerError(
+            "invalid_amount", f"{amount} has more than two decimals; give the amount in yuan.fen"
+        )
+    return int(value * 100)

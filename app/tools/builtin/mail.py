@@ -1,0 +1,36 @@
+"""send_email: deliver one email over SMTP, at most once per idempotency key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.demo.mail import MailDeliveryError, message_id_for
+from app.demo.outbox import Draft
+from app.tools.builtin._demo import actor, demo_store, mailer, refusals
+from app.tools.context import ToolContext
+from app.tools.handlers import ToolHandlerError
+
+
+async def send_email(ctx: ToolContext, to: str, subject: str, body: str) -> dict[str, Any]:
+    smtp = mailer(ctx)
+    draft = Draft(
+        message_id=message_id_for(ctx.idempotency_key, smtp.sender),
+        sender=smtp.sender,
+        recipient=to,
+        subject=subject,
+        body=body,
+    )
+    try:
+        with refusals():
+            email = await demo_store(ctx).send_email(actor(ctx), draft, smtp)
+    except MailDeliveryError as exc:
+        if exc.permanent:
+            raise ToolHandlerError(
+                "email_rejected", f"the mail server refused the message: {exc}"
+            ) from None
+        raise ToolHandlerError(
+            "email_unavailable",
+            f"the email was not sent: {exc}; it can be retried later",
+            retryable=True,
+        ) from None
+    return {"message_id": email.message_id, "status": "sent"}
