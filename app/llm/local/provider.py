@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.conversation.tokens import estimate_message, estimate_tokens
-from app.llm.litellm_gateway import import_litellm
+from app.llm.litellm_gateway import ModelConfig, import_litellm
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
 from app.nlu.types import Parser
 
@@ -204,3 +204,17 @@ def register(parser: Parser, config: LocalModelConfig | None = None) -> HermesLo
     others = [e for e in litellm.custom_provider_map if e.get("provider") != PROVIDER]
     litellm.custom_provider_map = [*others, {"provider": PROVIDER, "custom_handler": handler}]
     return handler
+
+
+def unregister(handler: HermesLocalLLM) -> None:
+    """Remove `handler` (at shutdown); a handler registered since then stays."""
+    litellm.custom_provider_map = [
+        e for e in litellm.custom_provider_map if e.get("custom_handler") is not handler
+    ]
+
+
+def with_local_fallback(primary: ModelConfig, fallbacks: list[ModelConfig]) -> list[ModelConfig]:
+    """`fallbacks` with `hermes/local` last, unless the local model is already in the chain."""
+    if LOCAL_MODEL in {primary.model, *(f.model for f in fallbacks)}:
+        return list(fallbacks)
+    return [*fallbacks, ModelConfig(LOCAL_MODEL)]

@@ -18,6 +18,8 @@ from app.llm.local.provider import (
     litellm,
     register,
     split_text,
+    unregister,
+    with_local_fallback,
 )
 from app.llm.local.testing import ScriptedParser
 from app.llm.testing import Fail, FakeLLMServer
@@ -215,3 +217,22 @@ def test_split_text_keeps_every_character() -> None:
         pieces = split_text(text, 12)
         assert "".join(pieces) == text
         assert all(0 < len(p) <= 24 for p in pieces)
+
+
+def test_unregister_removes_only_its_own_handler(parser: ScriptedParser) -> None:
+    old = register(parser)
+    new = register(parser)
+    unregister(old)
+    assert [
+        e["custom_handler"] for e in litellm.custom_provider_map if e["provider"] == "hermes"
+    ] == [new]
+    unregister(new)
+    assert not [e for e in litellm.custom_provider_map if e["provider"] == "hermes"]
+
+
+def test_the_local_model_is_appended_as_the_last_fallback_once() -> None:
+    remote, backup = ModelConfig("openai/a"), ModelConfig("openai/b")
+    assert [f.model for f in with_local_fallback(remote, [backup])] == ["openai/b", LOCAL_MODEL]
+    assert with_local_fallback(ModelConfig(LOCAL_MODEL), []) == []
+    chain = [backup, ModelConfig(LOCAL_MODEL)]
+    assert with_local_fallback(remote, chain) == chain
