@@ -12,7 +12,7 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
-from app.api.routes import health, sessions, turns
+from app.api.routes import approvals, health, sessions, tools, turns
 from app.llm.gateway import ChatModel
 from app.runtime import open_runtime
 from app.settings import Settings, load_settings
@@ -40,6 +40,8 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
     app.include_router(sessions.router)
     app.include_router(turns.router)
+    app.include_router(approvals.router)
+    app.include_router(tools.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

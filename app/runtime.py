@@ -18,17 +18,25 @@ from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.llm.gateway import ChatModel
 from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
+from app.resilience.breaker import BreakerPolicy
+from app.resilience.concurrency import Bulkheads
+from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
+from app.storage.approvals import ApprovalStore
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
 from app.storage.sqlite import Database
+from app.storage.tool_calls import ToolCallStore
 from app.storage.turns import TurnStore
-from app.tools.executor import ToolExecutor
+from app.tools.approvals import ApprovalBroker
+from app.tools.executor import ExecutorConfig, ToolExecutor
+from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
+from app.tools.shaping import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +49,8 @@ class Runtime:
     conversation: ConversationService
     manager: TurnManager
     registry: ToolRegistry
+    executor: ToolExecutor
+    approvals: ApprovalBroker
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -71,6 +81,37 @@ def build_registry(settings: Settings, http: httpx.AsyncClient) -> ToolRegistry:
     for spec in load_tools(settings.tools_file, resolve=resolve_python):
         registry.register(spec, build_runner(spec, http_client=lambda: http))
     return registry
+
+
+def build_executor(
+    settings: Settings,
+    registry: ToolRegistry,
+    db: Database,
+    approvals: ApprovalBroker,
+    bus: EventBus,
+    services: dict[str, object] | None = None,
+) -> ToolExecutor:
+    guards = ToolGuards(
+        RateLimiter(settings.rate_limit_storage),
+        Bulkheads(),
+        BreakerPolicy(
+            max_failures=settings.tool_breaker_failures,
+            max_timeouts=settings.tool_breaker_timeouts,
+            open_seconds=settings.tool_breaker_open_s,
+        ),
+    )
+    return ToolExecutor(
+        registry,
+        services=services,
+        guards=guards,
+        redactor=Redactor.with_patterns(settings.redact_patterns),
+        calls=ToolCallStore(db, bus.publish),
+        approvals=approvals,
+        config=ExecutorConfig(
+            max_result_tokens=settings.tool_result_max_tokens,
+            max_failures_per_turn=settings.tool_max_failures_per_turn,
+        ),
+    )
 
 
 def preflight(settings: Settings) -> None:
@@ -121,9 +162,14 @@ async def open_runtime(
             model = build_model(settings)
         stack.push_async_callback(model.aclose)
 
+        approvals = ApprovalBroker(ApprovalStore(db, bus.publish), settings.approval_timeout_s)
+        expired = await approvals.store.expire_all_pending()
+        if expired:
+            log.warning("%d approvals were left pending by the last shutdown; expired", expired)
+        executor = build_executor(settings, registry, db, approvals, bus)
         loop = AgentLoop(
             model,
-            ToolExecutor(registry),
+            executor,
             LoopLimits(
                 max_rounds=settings.max_tool_rounds,
                 max_tokens=settings.max_tokens,
@@ -175,5 +221,7 @@ async def open_runtime(
             conversation=conversation,
             manager=manager,
             registry=registry,
+            executor=executor,
+            approvals=approvals,
             model=model,
         )

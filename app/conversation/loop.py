@@ -14,7 +14,7 @@ from app.conversation.emitter import TurnEmitter
 from app.conversation.tokens import has_cjk
 from app.llm.gateway import ChatModel, ModelReply, ModelRequest, RequestedToolCall, collect
 from app.tools.context import TurnScope
-from app.tools.executor import ToolExecutor
+from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
 
@@ -89,7 +89,10 @@ class AgentLoop:
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
+        tools = self.executor.for_turn(run.scope, run.emitter)
         while True:
+            # A tool that keeps failing in this turn is no longer offered.
+            run.tools = [t for t in run.tools if t.name not in tools.given_up]
             reply = await self._ask(run)
             outcome.model = reply.model or outcome.model
             outcome.prompt_tokens += reply.prompt_tokens
@@ -100,7 +103,7 @@ class AgentLoop:
                     return outcome
                 case CallTools(calls=calls, text=text):
                     outcome.rounds += 1
-                    await self._run_tools(run, calls, text)
+                    await self._run_tools(run, tools, calls, text)
                     if outcome.rounds >= self.limits.max_rounds:
                         outcome.text = MAX_ROUNDS_REPLY["zh" if has_cjk(run.user_text) else "en"]
                         outcome.stopped = "max_rounds"
@@ -130,7 +133,9 @@ class AgentLoop:
         await run.emitter.settle()
         return reply
 
-    async def _run_tools(self, run: TurnRun, calls: list[RequestedToolCall], text: str) -> None:
+    async def _run_tools(
+        self, run: TurnRun, tools: TurnTools, calls: list[RequestedToolCall], text: str
+    ) -> None:
         await run.transcript.assistant_calls(text, calls)
         run.messages.append(
             {
@@ -139,7 +144,7 @@ class AgentLoop:
                 "tool_calls": [c.as_message_part() for c in calls],
             }
         )
-        results = await self.executor.run_calls(calls, run.scope, run.emitter)
+        results = await tools.run_calls(calls)
         for call, result in zip(calls, results, strict=True):
             await run.transcript.tool_result(call, result)
             run.messages.append(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from app.conversation.runner import TurnRunner
 from app.errors import ServiceError, UpstreamLLMError
 from app.observability import metrics
+from app.resilience import deadline
 from app.storage.records import Turn
 from app.storage.sessions import SessionStore
 from app.storage.turns import TurnStore
@@ -90,8 +91,12 @@ class TurnManager:
             session = await self.sessions.find(turn.tenant_id, turn.session_id)
             if session is None:
                 return  # deleted while queued
-            async with asyncio.timeout(self.turn_timeout_s):
-                await self.runner.run(turn, session.user_id)
+            async with asyncio.timeout(self.turn_timeout_s) as limit:
+                token = deadline.bind(limit)
+                try:
+                    await self.runner.run(turn, session.user_id)
+                finally:
+                    deadline.unbind(token)
             status = "completed"
         except TimeoutError:
             await self.turns.fail(

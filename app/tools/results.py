@@ -37,6 +37,18 @@ class ToolResult:
     def fail(cls, code: str, message: str, hint: str | None = None, **metadata: Any) -> ToolResult:
         return cls("error", error=ToolError(code, message, hint), metadata=metadata)
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ToolResult:
+        error = raw.get("error")
+        return cls(
+            status=raw["status"],
+            data=raw.get("data"),
+            error=None
+            if error is None
+            else ToolError(error["code"], error["message"], error.get("hint")),
+            metadata=dict(raw.get("metadata") or {}),
+        )
+
     def with_metadata(self, **metadata: Any) -> ToolResult:
         return replace(self, metadata={**self.metadata, **metadata})
 
@@ -55,6 +67,8 @@ class ToolResult:
             body["error"] = self.error.to_dict()
         else:
             body["data"] = self.data
+        if self.status == "fallback" and self.error is not None:
+            body["reason"] = self.error.message
         if self.metadata.get("truncated"):
             body["truncated"] = True
         if self.metadata.get("untrusted"):

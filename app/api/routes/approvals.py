@@ -1,0 +1,95 @@
+"""Human approvals of risky tool calls: list a session's, decide one (operators)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from app.api.auth import require_role
+from app.api.deps import ConversationDep, PrincipalDep, RuntimeDep
+from app.api.schemas import ErrorResponse, Strict, iso
+from app.storage.approvals import Approval
+
+router = APIRouter(prefix="/v1/sessions/{session_id}/approvals", tags=["approvals"])
+
+
+class ApprovalOut(BaseModel):
+    id: str
+    session_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    status: Literal["pending", "approved", "rejected", "expired"]
+    decided_by: str | None
+    decision_reason: str | None
+    created_at: str
+    expires_at: str
+    decided_at: str | None
+
+    @classmethod
+    def of(cls, a: Approval) -> ApprovalOut:
+        return cls(
+            id=a.id,
+            session_id=a.session_id,
+            turn_id=a.turn_id,
+            call_id=a.call_id,
+            tool=a.tool,
+            arguments=a.arguments,
+            reason=a.reason,
+            status=a.status,
+            decided_by=a.decided_by,
+            decision_reason=a.decision_reason,
+            created_at=iso(a.created_at) or "",
+            expires_at=iso(a.expires_at) or "",
+            decided_at=iso(a.decided_at),
+        )
+
+
+class ApprovalList(BaseModel):
+    items: list[ApprovalOut]
+
+
+class DecisionIn(Strict):
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(None, max_length=500)
+
+
+@router.get("", response_model=ApprovalList)
+async def list_approvals(
+    session_id: str,
+    principal: PrincipalDep,
+    runtime: RuntimeDep,
+    conversation: ConversationDep,
+    status: Annotated[Literal["pending", "approved", "rejected", "expired"] | None, Query()] = None,
+) -> ApprovalList:
+    await conversation.get_session(principal, session_id)
+    items = await runtime.approvals.list_for_session(principal, session_id, status)
+    return ApprovalList(items=[ApprovalOut.of(a) for a in items])
+
+
+@router.post(
+    "/{approval_id}",
+    response_model=ApprovalOut,
+    responses={
+        404: {"model": ErrorResponse, "description": "No such session or approval"},
+        409: {"model": ErrorResponse, "description": "Already decided or expired"},
+    },
+)
+async def decide(
+    session_id: str,
+    approval_id: str,
+    body: DecisionIn,
+    principal: PrincipalDep,
+    runtime: RuntimeDep,
+    conversation: ConversationDep,
+) -> ApprovalOut:
+    await conversation.get_session(principal, session_id)
+    require_role(principal, "operator")
+    approval = await runtime.approvals.decide(
+        principal, session_id, approval_id, body.decision, body.reason
+    )
+    return ApprovalOut.of(approval)

@@ -1,0 +1,189 @@
+"""Pending human approvals for tool calls, and their decisions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.storage.records import dumps, new_id
+from app.storage.tx import Store, Tx
+
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str
+    tenant_id: str
+    session_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    status: ApprovalStatus
+    decided_by: str | None
+    decision_reason: str | None
+    created_at: float
+    expires_at: float
+    decided_at: float | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Approval:
+        values = {name: row[name] for name in row.keys()}
+        values["arguments"] = json.loads(values["arguments"])
+        return cls(**values)
+
+
+class ApprovalNotPending(Exception):
+    def __init__(self, approval: Approval) -> None:
+        super().__init__(f"approval {approval.id} is already {approval.status}")
+        self.approval = approval
+
+
+def _get(tx: Tx, approval_id: str) -> Approval | None:
+    row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+    return None if row is None else Approval.from_row(row)
+
+
+class ApprovalStore(Store):
+    async def create(
+        self,
+        *,
+        tenant_id: str,
+        session_id: str,
+        turn_id: str,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        reason: str,
+        timeout_s: float,
+    ) -> Approval:
+        approval_id = new_id("apr")
+
+        def create(tx: Tx) -> Approval:
+            tx.execute(
+                "INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool,"
+                " arguments, reason, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    approval_id,
+                    tenant_id,
+                    session_id,
+                    turn_id,
+                    call_id,
+                    tool,
+                    dumps(arguments),
+                    reason,
+                    tx.now,
+                    tx.now + timeout_s,
+                ),
+            )
+            approval = _get(tx, approval_id)
+            assert approval is not None
+            tx.emit(
+                session_id,
+                tenant_id,
+                "approval.requested",
+                {
+                    "turn_id": turn_id,
+                    "approval_id": approval_id,
+                    "call_id": call_id,
+                    "tool": tool,
+                    "arguments": arguments,
+                    "reason": reason,
+                    "expires_at": approval.expires_at,
+                },
+                turn_id=turn_id,
+            )
+            return approval
+
+        return await self.transact(create)
+
+    async def decide(
+        self,
+        *,
+        tenant_id: str,
+        session_id: str,
+        approval_id: str,
+        status: ApprovalStatus,
+        decided_by: str,
+        reason: str | None,
+    ) -> Approval | None:
+        """Record a decision once; None if there is no such approval for this tenant/session.
+
+        Raises `ApprovalNotPending` when it was already decided or has expired (an approval
+        past its deadline is marked expired now, and stays so).
+        """
+
+        def decide(tx: Tx) -> tuple[Approval | None, bool]:
+            approval = _get(tx, approval_id)
+            if approval is None or (approval.tenant_id, approval.session_id) != (
+                tenant_id,
+                session_id,
+            ):
+                return None, True
+            if approval.status != "pending":
+                return approval, False
+            if tx.now > approval.expires_at:
+                _set(tx, approval, "expired", "system", "no decision before it expired")
+                return _get(tx, approval_id), False
+            _set(tx, approval, status, decided_by, reason)
+            return _get(tx, approval_id), True
+
+        approval, accepted = await self.transact(decide)
+        if approval is not None and not accepted:
+            raise ApprovalNotPending(approval)
+        return approval
+
+    async def get(self, approval_id: str) -> Approval | None:
+        row = await self.db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return None if row is None else Approval.from_row(row)
+
+    async def list_for_session(
+        self, tenant_id: str, session_id: str, status: str | None = None
+    ) -> list[Approval]:
+        sql = "SELECT * FROM approvals WHERE tenant_id = ? AND session_id = ?"
+        params: list[Any] = [tenant_id, session_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        rows = await self.db.fetchall(sql + " ORDER BY created_at", params)
+        return [Approval.from_row(r) for r in rows]
+
+    async def expire_all_pending(self) -> int:
+        """At start-up: nobody is waiting for these any more."""
+
+        def expire(tx: Tx) -> int:
+            rows = tx.execute("SELECT * FROM approvals WHERE status = 'pending'").fetchall()
+            for row in rows:
+                _set(tx, Approval.from_row(row), "expired", "system", "the service restarted")
+            return len(rows)
+
+        return await self.transact(expire)
+
+
+def _set(
+    tx: Tx, approval: Approval, status: ApprovalStatus, decided_by: str, reason: str | None
+) -> None:
+    tx.execute(
+        "UPDATE approvals SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?"
+        " WHERE id = ?",
+        (status, decided_by, reason, tx.now, approval.id),
+    )
+    tx.emit(
+        approval.session_id,
+        approval.tenant_id,
+        "approval.resolved",
+        {
+            "turn_id": approval.turn_id,
+            "approval_id": approval.id,
+            "call_id": approval.call_id,
+            "tool": approval.tool,
+            "status": status,
+            "reason": reason,
+        },
+        turn_id=approval.turn_id,
+    )

@@ -1,0 +1,115 @@
+"""Human approval for risky tool calls: the turn waits, an operator decides over the API.
+
+The decision is stored first (so it survives whatever happens to the waiting turn), then the
+waiting call is woken. A call nobody decides on in time gets an `approval_expired` result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.errors import Conflict, NotFound
+from app.principal import Principal
+from app.storage.approvals import Approval, ApprovalNotPending, ApprovalStore
+from app.tools.context import TurnScope
+
+Decision = Literal["approved", "rejected", "expired"]
+
+
+class ApprovalNotFound(NotFound):
+    code = "approval_not_found"
+
+
+class ApprovalClosed(Conflict):
+    code = "approval_not_pending"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    approval: Approval
+    decision: Decision
+    reason: str | None
+
+
+class ApprovalBroker:
+    def __init__(self, store: ApprovalStore, timeout_s: float) -> None:
+        self.store = store
+        self.timeout_s = timeout_s
+        self._waiting: dict[str, asyncio.Future[Approval]] = {}
+
+    async def request(
+        self, scope: TurnScope, *, call_id: str, tool: str, arguments: dict[str, Any], reason: str
+    ) -> Outcome:
+        """Create the approval (announced as `approval.requested`) and wait for a decision."""
+        approval = await self.store.create(
+            tenant_id=scope.tenant_id,
+            session_id=scope.session_id,
+            turn_id=scope.turn_id,
+            call_id=call_id,
+            tool=tool,
+            arguments=arguments,
+            reason=reason,
+            timeout_s=self.timeout_s,
+        )
+        waiter: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        self._waiting[approval.id] = waiter
+        try:
+            decided = await asyncio.wait_for(asyncio.shield(waiter), self.timeout_s)
+        except TimeoutError:
+            decided = await self._expire(scope, approval)
+        finally:
+            self._waiting.pop(approval.id, None)
+        decision: Decision = decided.status  # type: ignore[assignment]
+        return Outcome(decided, decision, decided.decision_reason)
+
+    async def _expire(self, scope: TurnScope, approval: Approval) -> Approval:
+        try:
+            expired = await self.store.decide(
+                tenant_id=scope.tenant_id,
+                session_id=scope.session_id,
+                approval_id=approval.id,
+                status="expired",
+                decided_by="system",
+                reason="no decision before it expired",
+            )
+        except ApprovalNotPending as exc:
+            return exc.approval  # decided in the last instant: that decision stands
+        assert expired is not None
+        return expired
+
+    async def decide(
+        self,
+        principal: Principal,
+        session_id: str,
+        approval_id: str,
+        decision: Literal["approve", "reject"],
+        reason: str | None,
+    ) -> Approval:
+        try:
+            approval = await self.store.decide(
+                tenant_id=principal.tenant_id,
+                session_id=session_id,
+                approval_id=approval_id,
+                status="approved" if decision == "approve" else "rejected",
+                decided_by=principal.subject,
+                reason=reason,
+            )
+        except ApprovalNotPending as exc:
+            raise ApprovalClosed(
+                f"this approval is already {exc.approval.status}",
+                approval_id=approval_id,
+                status=exc.approval.status,
+            ) from None
+        if approval is None:
+            raise ApprovalNotFound("no such approval", approval_id=approval_id)
+        waiter = self._waiting.get(approval_id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(approval)
+        return approval
+
+    async def list_for_session(
+        self, principal: Principal, session_id: str, status: str | None
+    ) -> list[Approval]:
+        return await self.store.list_for_session(principal.tenant_id, session_id, status)
