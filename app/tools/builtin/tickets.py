@@ -6,6 +6,7 @@ from typing import Any
 
 from app.tools.builtin._demo import actor, demo_store, refusals
 from app.tools.context import ToolContext
+from app.tools.handlers import ToolHandlerError
 
 
 async def create_ticket(
@@ -15,6 +16,10 @@ async def create_ticket(
     order_id: str | None = None,
     priority: str = "normal",
 ) -> dict[str, Any]:
+    if len(summary.strip()) < 5:
+        raise ToolHandlerError(
+            "invalid_summary", "the summary must say in words what happened (5 to 500 characters)"
+        )
     with refusals():
         ticket = await demo_store(ctx).create_ticket(
             actor(ctx),

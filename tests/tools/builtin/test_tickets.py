@@ -59,3 +59,11 @@ async def test_a_session_without_a_customer_cannot_open_tickets(ctx: Ctx) -> Non
     with pytest.raises(ToolHandlerError) as caught:
         await create_ticket(ctx(user_id="u1"), category="other", summary=SUMMARY)
     assert caught.value.code == "customer_not_found"
+
+
+async def test_a_blank_summary_is_refused(ctx: Ctx, demo_path: Path) -> None:
+    before = count(demo_path, "tickets")
+    with pytest.raises(ToolHandlerError) as caught:
+        await create_ticket(ctx(), category="other", summary="      ")
+    assert caught.value.code == "invalid_summary"
+    assert count(demo_path, "tickets") == before
