@@ -41,7 +41,8 @@ _ASKED_WORDS = (  # for questions the offline model did not write itself (a remo
     ("email", re.compile(r"邮箱|e-?mail address", re.I)),
 )
 _QUESTION = re.compile(
-    r"[?？]|请提供|请告诉|请输入|could you|can you|please (give|provide|send)", re.I
+    r"[?？]|请提供|请告诉|请输入|请核对|请确认|could you|can you|please (give|provide|send|check)",
+    re.I,
 )
 _OWN_QUESTIONS = {
     text.strip(): slot

@@ -147,7 +147,7 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
         },
         "not_found": {
             "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
-            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+            "en": ["I couldn't find order {order_id}. Could you check the order number?"],
         },
     },
     "track_shipment": {
@@ -183,7 +183,7 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
         },
         "not_found": {
             "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
-            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+            "en": ["I couldn't find order {order_id}. Could you check the order number?"],
         },
     },
     "return_request": {
@@ -199,7 +199,7 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
         },
         "not_found": {
             "zh": ["没有找到订单 {order_id}，请核对订单号后再告诉我。"],
-            "en": ["I couldn't find order {order_id}. Could you check the number?"],
+            "en": ["I couldn't find order {order_id}. Could you check the order number?"],
         },
     },
     "password_reset": {

@@ -230,8 +230,28 @@ def test_a_missing_order_gets_the_not_found_reply(parser: ScriptedParser) -> Non
     en = decide(parser, *order_turn(f"Where is order {ORDER}?", body))
     assert zh == Reply(f"没有找到订单 {ORDER}，请核对订单号后再告诉我。", "order_status")
     assert en == Reply(
-        f"I couldn't find order {ORDER}. Could you check the number?", "order_status"
+        f"I couldn't find order {ORDER}. Could you check the order number?", "order_status"
     )
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_corrected_number_after_not_found_retries_the_same_request(lang: str) -> None:
+    other = "202405201235"
+    parser = ScriptedParser()
+    opening = "我要退款，订单202405209999" if lang == "zh" else "Refund order 202405209999"
+    parser.add(opening, "refund_request", order_id="202405209999")
+    parser.add(other, "order_status", 0.99, order_id=other)  # alone it reads as a status query
+    policy = DialoguePolicy(parser)
+    messages = [
+        user(opening),
+        tool_call("request_refund", {"order_id": "202405209999"}),
+        tool_result("call_1", failure("order_not_found")),
+    ]
+    not_found = policy.decide(messages, ALL_TOOLS)
+    assert isinstance(not_found, Reply)
+    messages += [assistant(not_found.text), user(other)]
+    decision = policy.decide(messages, ALL_TOOLS)
+    assert decision == CallTool("request_refund", {"order_id": other}, "refund_request")
 
 
 def test_a_tool_error_gets_the_error_reply(parser: ScriptedParser) -> None:
