@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--db", type=Path, help="SQLite database file (HERMES_DB_PATH)")
     serve.set_defaults(func=_serve)
+
+    from app.demo.cli import add_demo_data_command
+
+    add_demo_data_command(sub)
     return parser
 
 

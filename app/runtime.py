@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -16,6 +17,7 @@ from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
+from app.demo.services import close_demo, open_demo
 from app.llm.gateway import ChatModel
 from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
 from app.resilience.breaker import BreakerPolicy
@@ -89,7 +91,7 @@ def build_executor(
     db: Database,
     approvals: ApprovalBroker,
     bus: EventBus,
-    services: dict[str, object] | None = None,
+    services: dict[str, Any] | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
         RateLimiter(settings.rate_limit_storage),
@@ -166,7 +168,9 @@ async def open_runtime(
         expired = await approvals.store.expire_all_pending()
         if expired:
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
-        executor = build_executor(settings, registry, db, approvals, bus)
+        services = await open_demo(settings)
+        stack.push_async_callback(close_demo, services)
+        executor = build_executor(settings, registry, db, approvals, bus, services)
         loop = AgentLoop(
             model,
             executor,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 # LiteLLM reads these once, at import: fast retries in tests, no price-map download.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -38,11 +39,30 @@ def fake_llm(llm_server: FakeLLMServer) -> Iterator[FakeLLMServer]:
     llm_server.reset()
 
 
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo dataset, generated once per test run and copied into each test's directory."""
+    from app.demo.generator import regenerate
+
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    regenerate(path)
+    return path
+
+
+def copy_demo(template: Path, target: Path) -> Path:
+    for suffix in ("", "-wal", "-shm"):
+        source = template.with_name(template.name + suffix)
+        if source.exists():
+            shutil.copyfile(source, target.with_name(target.name + suffix))
+    return target
+
+
 @pytest.fixture
-def make_settings(tmp_path: Path, fake_llm: FakeLLMServer) -> Any:
+def make_settings(tmp_path: Path, fake_llm: FakeLLMServer, demo_template: Path) -> Any:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "db_path": tmp_path / "hermes.db",
+            "demo_db_path": copy_demo(demo_template, tmp_path / "demo.db"),
             "model": "openai/test-model",
             "model_api_base": fake_llm.url,
             "model_api_key": "sk-test",

@@ -125,7 +125,9 @@ class LiteLLMGateway:
             response = await self._router.acompletion(**kwargs)
         except Exception as exc:
             code = _error_code(exc, litellm)
-            log.warning("model call failed after retries and fallbacks: %s", code)
+            log.warning(
+                "model call failed after retries and fallbacks: %s: %s", code, _describe(exc)
+            )
             raise UpstreamLLMError(_describe(exc), code=code) from exc
 
         model: str | None = None
