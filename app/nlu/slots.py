@@ -1,0 +1,49 @@
+"""The slot tagger: a CRFsuite model over tokens, then rule-based normalisation per slot."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+import pycrfsuite
+
+from app.nlu.manifest import NLUModelError
+from app.nlu.normalise import normalise
+from app.nlu.slot_features import decode, sentence_features
+from app.nlu.text import Token, fold
+from app.nlu.types import Slot
+
+
+class SlotTagger:
+    def __init__(self, path: Path) -> None:
+        self._tagger = pycrfsuite.Tagger()
+        try:
+            self._tagger.open(str(path))
+        except (OSError, ValueError) as exc:
+            raise NLUModelError(f"cannot load the slot model {path}: {exc}") from exc
+        # A crfsuite Tagger keeps the sequence it is tagging inside itself: one caller at a time.
+        self._lock = threading.Lock()
+
+    def labels(self, text: str, tokens: Sequence[Token]) -> list[str]:
+        if not tokens:
+            return []
+        features = sentence_features(fold(text), tokens)
+        with self._lock:
+            tags: list[str] = self._tagger.tag(features)
+        return tags
+
+    def extract(self, text: str, tokens: Sequence[Token], today: date) -> list[Slot]:
+        """Slots with normalised values; spans whose text is not a valid value are dropped."""
+        slots = []
+        for name, start, end in decode(tokens, self.labels(text, tokens)):
+            surface = text[start:end]
+            value = normalise(name, surface, today)
+            if value is not None:
+                slots.append(Slot(name=name, value=value, start=start, end=end, text=surface))
+        return slots
+
+    def close(self) -> None:
+        with self._lock:
+            self._tagger.close()
