@@ -125,7 +125,9 @@ async def test_approval_reject_goes_back_to_the_model(
         Reply("Our operator declined that."),
     )
     session_id = await new_session(svc)
-    events, (manager, iterator) = await _stream_until(svc, session_id, "tell them", "approval.requested")
+    events, (manager, iterator) = await _stream_until(
+        svc, session_id, "tell them", "approval.requested"
+    )
     approval_id = events[-1].data["approval_id"]
     await svc.client.post(
         f"/v1/sessions/{session_id}/approvals/{approval_id}",
@@ -172,7 +174,9 @@ async def test_only_operators_decide(make_settings: Any, fake_llm: FakeLLMServer
     async with serve(settings) as svc:
         svc.client.headers["Authorization"] = f"Bearer {agent}"
         session_id = await new_session(svc)
-        events, (manager, iterator) = await _stream_until(svc, session_id, "go", "approval.requested")
+        events, (manager, iterator) = await _stream_until(
+            svc, session_id, "go", "approval.requested"
+        )
         url = f"/v1/sessions/{session_id}/approvals/{events[-1].data['approval_id']}"
         assert_error(await svc.client.post(url, json={"decision": "approve"}), 403, "forbidden")
         ok = await svc.client.post(
@@ -223,3 +227,41 @@ async def test_a_tool_that_keeps_failing_is_withdrawn_for_the_turn(
     assert "flaky" not in offered[3]
     last_result = json.loads(fake_llm.requests[3].messages[-1]["content"])
     assert last_result["status"] == "fallback"
+
+
+async def test_send_email_waits_for_approval_and_arrives_once(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    from app.demo.testing import SmtpSink
+
+    sink = SmtpSink().start()
+    try:
+        settings = make_settings(smtp_host=sink.host, smtp_port=sink.port)
+        fake_llm.enqueue(
+            ToolCalls(
+                ToolCall(
+                    "send_email",
+                    {"to": "li.lei@example.com", "subject": "Your order", "body": "It shipped."},
+                )
+            ),
+            Reply("I have emailed you."),
+        )
+        async with serve(settings) as svc:
+            session_id = await new_session(svc, "cust_0001")
+            events, (manager, iterator) = await _stream_until(
+                svc, session_id, "email me", "approval.requested"
+            )
+            assert events[-1].data["arguments"]["to"] == "l***@example.com"  # masked for humans too
+            assert sink.received() == []
+            await svc.client.post(
+                f"/v1/sessions/{session_id}/approvals/{events[-1].data['approval_id']}",
+                json={"decision": "approve"},
+            )
+            rest = [e async for e in iterator]
+            await manager.__aexit__(None, None, None)
+            assert rest[-1].event == "turn.completed"
+        received = sink.received()
+        assert len(received) == 1
+        assert received[0]["To"] == "li.lei@example.com" and received[0]["Subject"] == "Your order"
+    finally:
+        sink.stop()
