@@ -124,7 +124,9 @@ async def test_reads_run_together_then_writes_in_model_order(
     starts = {name: t for name, what, t in REC.log if what == "start"}
     ends = {name: t for name, what, t in REC.log if what == "end"}
     # The two reads overlapped...
-    assert starts["slow_read:b"] < ends["slow_read:a"] and starts["slow_read:a"] < ends["slow_read:b"]
+    assert (
+        starts["slow_read:b"] < ends["slow_read:a"] and starts["slow_read:a"] < ends["slow_read:b"]
+    )
     # ...and both writes ran after both reads, one at a time, first before second.
     assert max(ends["slow_read:a"], ends["slow_read:b"]) <= starts["write_note:first"]
     assert ends["write_note:first"] <= starts["write_note:second"]
@@ -171,7 +173,10 @@ async def test_timeouts_open_the_breaker_then_fallback_then_half_open_recovery(
     result = await executor.for_turn(scope, Recorded()).run_one(call("flaky", {}))
     assert result.status == "fallback"
     assert result.error is not None and result.error.code == "circuit_open"
-    assert result.data == {"ok": False, "message": "The backend is unavailable; showing cached data."}
+    assert result.data == {
+        "ok": False,
+        "message": "The backend is unavailable; showing cached data.",
+    }
     assert len(REC.log) == runs_before  # the handler was not touched while open
     clock.now += 601  # the cool-down passes: one probe may go through
     assert breaker.state == "half_open"
@@ -318,7 +323,9 @@ async def test_unknown_tool(executor: ToolExecutor, scope: TurnScope) -> None:
     assert "slow_read" in (result.error.hint or "")
 
 
-async def test_http_tool_against_a_local_server(db: Database, scope: TurnScope, tmp_path: Path) -> None:
+async def test_http_tool_against_a_local_server(
+    db: Database, scope: TurnScope, tmp_path: Path
+) -> None:
     seen: list[dict[str, Any]] = []
 
     async def order(request: Request) -> JSONResponse:
@@ -340,10 +347,12 @@ async def test_http_tool_against_a_local_server(db: Database, scope: TurnScope, 
     app = Starlette(routes=[Route("/orders/{order_id}", order)])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
+    while not server.started:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    yaml_text = (HERE / "fixture_tools.yaml").read_text().replace("127.0.0.1:1/", f"127.0.0.1:{port}/")
+    yaml_text = (
+        (HERE / "fixture_tools.yaml").read_text().replace("127.0.0.1:1/", f"127.0.0.1:{port}/")
+    )
     (tmp_path / "tools.yaml").write_text(yaml_text)
     try:
         async with httpx.AsyncClient() as client:
