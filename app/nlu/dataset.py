@@ -109,12 +109,12 @@ def write_jsonl(path: Path, examples: Iterable[Example]) -> None:
 
 
 @dataclass(frozen=True)
-class TestSet:
+class EvalSet:
     today: date
     examples: list[Example]
 
 
-def read_test_set(path: Path) -> TestSet:
+def read_test_set(path: Path) -> EvalSet:
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(raw, dict) or not isinstance(raw.get("today"), date):
         raise DatasetError(f"{path}: expected a mapping with `today: YYYY-MM-DD`")
@@ -127,7 +127,7 @@ def read_test_set(path: Path) -> TestSet:
         for line in block.splitlines():
             if line.strip():
                 examples.append(parse_markup(line.strip(), intent))
-    return TestSet(raw["today"], examples)
+    return EvalSet(raw["today"], examples)
 
 
 def sha256_file(path: Path) -> str:

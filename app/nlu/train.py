@@ -41,7 +41,9 @@ from app.nlu.text import fold, tokenize
 class TrainConfig:
     seed: int = 7
     tfidf_min_df: int = 1
-    tfidf_sublinear_tf: bool = True
+    # Presence, not counts: skl2onnx computes sublinear tf as log(1 + tf) where scikit-learn
+    # uses 1 + log(tf), so only binary term frequencies convert exactly.
+    tfidf_binary: bool = True
     lr_c: float = 20.0
     lr_max_iter: int = 3000
     crf_c1: float = 0.05
@@ -54,6 +56,7 @@ class TrainConfig:
 
 @dataclass
 class TrainResult:
+    out_dir: Path
     manifest: Manifest
     intent_model: Any  # the fitted sklearn Pipeline, for parity checks and the baseline bench
 
@@ -72,7 +75,7 @@ def build_intent_model(config: TrainConfig) -> Any:
                     token_pattern=r"\S+",  # the documents are pre-tokenised, space-separated
                     lowercase=False,
                     min_df=config.tfidf_min_df,
-                    sublinear_tf=config.tfidf_sublinear_tf,
+                    binary=config.tfidf_binary,
                     dtype=np.float32,
                 ),
             ),
@@ -183,4 +186,4 @@ def train(data_dir: Path, out_dir: Path, config: TrainConfig | None = None) -> T
         },
     )
     _write_atomic(out_dir / MANIFEST, manifest.to_json().encode())
-    return TrainResult(manifest, intent_model)
+    return TrainResult(out_dir, manifest, intent_model)

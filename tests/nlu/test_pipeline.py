@@ -1,0 +1,93 @@
+"""The loaded pipeline: intents and slots in both languages, with a fixed today."""
+
+from __future__ import annotations
+
+from app.nlu.pipeline import NLUPipeline
+from app.nlu.types import INTENTS
+
+
+def _slots(nlu: NLUPipeline, text: str) -> list[tuple[str, str, str]]:
+    return [(s.name, s.value, text[s.start : s.end]) for s in nlu.parse(text).slots]
+
+
+def test_demo_fixtures(nlu: NLUPipeline) -> None:
+    result = nlu.parse("我的订单到哪了")
+    assert (result.intent, result.slots, result.language) == ("order_status", [], "zh")
+
+    result = nlu.parse("202405201234")
+    assert result.slot("order_id") == "202405201234"
+
+    result = nlu.parse("where is my parcel SF123456789CN")
+    assert (result.intent, result.language) == ("track_shipment", "en")
+    assert _slots(nlu, "where is my parcel SF123456789CN") == [
+        ("tracking_number", "SF123456789CN", "SF123456789CN")
+    ]
+
+    text = "I want a refund of 120 yuan for order 202405201235"
+    result = nlu.parse(text)
+    assert result.intent == "refund_request"
+    assert _slots(nlu, text) == [
+        ("amount", "120.00", "120 yuan"),
+        ("order_id", "202405201235", "202405201235"),
+    ]
+
+
+def test_chinese_slots_with_offsets(nlu: NLUPipeline) -> None:
+    text = "帮我退八十九块，订单号202405201235，下周一之前处理好"
+    assert _slots(nlu, text) == [
+        ("amount", "89.00", "八十九块"),
+        ("order_id", "202405201235", "202405201235"),
+        ("date", "2024-05-27", "下周一"),
+    ]
+    assert nlu.parse(text).intent == "refund_request"
+
+    text = "密码忘了，手机号是138 0013 8000"
+    assert _slots(nlu, text) == [("phone", "13800138000", "138 0013 8000")]
+    assert nlu.parse(text).intent == "password_reset"
+
+    text = "把邮箱改成li.lei@example.com"
+    assert _slots(nlu, text) == [("email", "li.lei@example.com", "li.lei@example.com")]
+    assert nlu.parse(text).intent == "update_contact"
+
+
+def test_english_slots_with_offsets(nlu: NLUPipeline) -> None:
+    text = "please change my number to +86 139 0013 9000"
+    assert _slots(nlu, text) == [("phone", "13900139000", "+86 139 0013 9000")]
+    assert nlu.parse(text).intent == "update_contact"
+
+    text = "my package was supposed to arrive yesterday, tracking YT1234567890"
+    assert _slots(nlu, text) == [
+        ("date", "2024-05-21", "yesterday"),
+        ("tracking_number", "YT1234567890", "YT1234567890"),
+    ]
+
+
+def test_a_span_that_does_not_validate_is_dropped(nlu: NLUPipeline) -> None:
+    # Eleven digits after "order" look like an order id to the tagger, but are not one.
+    result = nlu.parse("check order 20240520123 please")
+    assert result.slot("order_id") is None
+
+
+def test_ranking_and_confidence(nlu: NLUPipeline) -> None:
+    result = nlu.parse("转人工")
+    assert result.intent == "human_handoff"
+    assert len(result.ranking) == 3
+    assert result.ranking[0].intent == result.intent
+    assert result.ranking[0].confidence == result.confidence
+    assert all(r.intent in INTENTS for r in result.ranking)
+    assert result.to_dict()["ranking"][0]["intent"] == "human_handoff"
+
+
+def test_classify_and_extract_are_the_two_halves_of_parse(nlu: NLUPipeline) -> None:
+    text = "订单202405201234明天能到吗"
+    parsed = nlu.parse(text)
+    assert nlu.classify(text) == parsed.ranking
+    assert nlu.extract(text) == parsed.slots
+
+
+def test_empty_and_overlong_input(nlu: NLUPipeline) -> None:
+    assert nlu.parse("   ").slots == []
+    long = "where is my order " * 200
+    result = nlu.parse(long)
+    assert len(result.text) == 2000
+    assert result.intent == "order_status"
