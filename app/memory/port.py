@@ -1,0 +1,65 @@
+"""The seam between the turn loop and memory: two calls per turn, and what they return.
+
+`before_turn` runs before the model call: it handles "forget that" / "忘掉这个", or recalls
+what the turn needs. `after_turn` runs after the reply: it extracts and writes key facts and
+verifies pending ones. `MemoryService` is the real implementation; `app.memory.testing`
+has `NullMemory` and `RecordingMemory` for tests of the turn loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.memory.extract import Proposal, ToolEvidence
+from app.memory.prompt import memory_message, recalled_event
+from app.memory.records import Scope, Written
+from app.memory.scoring import Scored
+
+
+@dataclass(frozen=True)
+class Recall:
+    items: list[Scored] = field(default_factory=list)
+    reason: str | None = None  # why recall ran ("reference", "intent", "topic"); None: skipped
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The fenced system message to add to the context, or None."""
+        return memory_message(self.items)
+
+    @property
+    def event(self) -> dict[str, Any] | None:
+        """Data for a `memory.recalled` SSE event, or None when nothing was used."""
+        return recalled_event(self.items, self.reason) if self.items else None
+
+
+@dataclass(frozen=True)
+class BeforeTurn:
+    recall: Recall = field(default_factory=Recall)
+    forgotten: list[str] = field(default_factory=list)  # ids deleted on "forget that"
+    forget_command: bool = False
+
+
+@dataclass(frozen=True)
+class AfterTurn:
+    written: list[Written] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+class TurnMemory(Protocol):
+    async def before_turn(
+        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+    ) -> BeforeTurn: ...
+
+    async def after_turn(
+        self,
+        scope: Scope,
+        session_id: str,
+        user_text: str,
+        final_text: str = "",
+        tool_results: Sequence[ToolEvidence] = (),
+        previous_assistant: str = "",
+        proposals: Sequence[Proposal] = (),
+    ) -> AfterTurn: ...

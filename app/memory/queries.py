@@ -1,0 +1,143 @@
+"""Every SQL statement that reads memories (through the database's read connections).
+
+Each statement filters by tenant and user. Recall's full-text search is additionally bounded
+to the user's primary-key range, so the trigram index only walks that user's postings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from app.memory.lexicon import QueryTerms, fts_query
+from app.memory.records import HistoryEntry, MemoryItem, Scope
+from app.memory.store import COLUMNS, SEQ_BITS
+from app.storage.sqlite import Database
+
+_OWNED = "tenant_id = ? AND user_id = ?"
+_CANDIDATES = 64
+
+
+@dataclass(frozen=True)
+class Candidates:
+    items: list[MemoryItem]
+    active_count: int  # the user's active memories, for term statistics
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    tier: str | None = None
+    status: str | None = None
+    key: str | None = None
+    text: str | None = None
+    limit: int = 100
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class MemoryQueries:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, scope: Scope, memory_id: str) -> MemoryItem | None:
+        row = await self.db.fetchone(
+            f"SELECT {COLUMNS} FROM memories WHERE id = ? AND {_OWNED}",
+            (memory_id, scope.tenant_id, scope.user_id),
+        )
+        return None if row is None else MemoryItem.from_row(row)
+
+    async def list_items(self, scope: Scope, filters: ListFilter) -> list[MemoryItem]:
+        where, params = [_OWNED], [scope.tenant_id, scope.user_id]
+        for column in ("tier", "status", "key"):
+            value = getattr(filters, column)
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if filters.text:
+            pattern = f"%{_escape_like(filters.text)}%"
+            where.append("(value LIKE ? ESCAPE '\\' OR search_text LIKE ? ESCAPE '\\')")
+            params.extend([pattern, pattern])
+        rows = await self.db.fetchall(
+            f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, pk DESC LIMIT ?",
+            (*params, filters.limit),
+        )
+        return [MemoryItem.from_row(row) for row in rows]
+
+    async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry] | None:
+        """The item's changes, oldest first; None when the user has no such memory."""
+        if await self.get(scope, memory_id) is None:
+            return None
+        rows = await self.db.fetchall(
+            "SELECT h.* FROM memory_history h JOIN memories m ON m.pk = h.memory_pk"
+            " WHERE m.id = ? AND m.tenant_id = ? AND m.user_id = ? ORDER BY h.id",
+            (memory_id, scope.tenant_id, scope.user_id),
+        )
+        return [HistoryEntry.from_row(row) for row in rows]
+
+    async def candidates(
+        self,
+        scope: Scope,
+        terms: QueryTerms,
+        keys: Iterable[str] = (),
+        entities: Iterable[str] = (),
+        kinds: Iterable[str] = (),
+    ) -> Candidates:
+        """Active memories of the user that share a term, key, entity or kind with the query."""
+        owned = [scope.tenant_id, scope.user_id]
+        kinds = list(kinds)
+        keys, entities = [*keys, *kinds], list(entities)
+        parts: list[str] = []
+        params: list[Any] = []
+        if terms.fts:
+            parts.append(
+                f"SELECT {COLUMNS} FROM memories WHERE pk IN (SELECT rowid FROM memory_fts"
+                " WHERE memory_fts MATCH ? AND rowid >= (SELECT lo FROM owner)"
+                f" AND rowid < (SELECT hi FROM owner) LIMIT {_CANDIDATES})"
+                f" AND {_OWNED} AND status = 'active'"
+            )
+            params += [fts_query(terms.fts), *owned]
+        likes = [f"%{_escape_like(word)}%" for word in terms.short]
+        ors = [f"key IN ({', '.join('?' for _ in keys)})"] if keys else []
+        ors += [f"entity IN ({', '.join('?' for _ in entities)})"] if entities else []
+        ors += [f"fact_type IN ({', '.join('?' for _ in kinds)})"] if kinds else []
+        ors += ["search_text LIKE ? ESCAPE '\\'" for _ in likes]
+        if ors:
+            parts.append(
+                f"SELECT {COLUMNS} FROM memories WHERE pk >= (SELECT lo FROM owner)"
+                f" AND pk < (SELECT hi FROM owner) AND {_OWNED} AND status = 'active'"
+                f" AND ({' OR '.join(ors)})"
+            )
+            params += [*owned, *keys, *entities, *kinds, *likes]
+        if not parts:
+            return Candidates([], 0)
+        rows = await self.db.fetchall(
+            f"WITH owner AS (SELECT id << {SEQ_BITS} AS lo, (id + 1) << {SEQ_BITS} AS hi"
+            f" FROM memory_owners WHERE {_OWNED}),"
+            f" hits AS ({' UNION '.join(parts)} LIMIT {2 * _CANDIDATES})"
+            " SELECT hits.*, (SELECT count(*) FROM memories WHERE pk >= (SELECT lo FROM owner)"
+            " AND pk < (SELECT hi FROM owner) AND status = 'active') AS active_count FROM hits",
+            (*owned, *params),
+        )
+        items = [MemoryItem.from_row(row) for row in rows]
+        return Candidates(items, int(rows[0]["active_count"]) if rows else 0)
+
+    async def vectors(self, scope: Scope) -> list[MemoryItem]:
+        """The user's active memories that carry an embedding."""
+        rows = await self.db.fetchall(
+            f"SELECT {COLUMNS}, embedding FROM memories WHERE {_OWNED} AND status = 'active'"
+            " AND embedding IS NOT NULL LIMIT 2000",
+            (scope.tenant_id, scope.user_id),
+        )
+        return [MemoryItem.from_row(row) for row in rows]
+
+    async def audit(self, scope: Scope) -> list[dict[str, Any]]:
+        rows = await self.db.fetchall(
+            "SELECT memory_id, key_hash, action, actor, reason, at FROM memory_audit"
+            f" WHERE {_OWNED} ORDER BY id",
+            (scope.tenant_id, scope.user_id),
+        )
+        return [dict(row) for row in rows]

@@ -1,0 +1,323 @@
+"""The memory service: what the turn loop, the REST API and the sweeper call.
+
+Every method takes a `Scope` (tenant + user) and never sees another user's rows. Writes are
+transactions on the database's single writer; recall reads through the read connections and
+notes what it used with a write it does not wait for (see `drain`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from app.memory import erase, store
+from app.memory.cues import is_denial, is_forget_command
+from app.memory.decay import DecayPolicy
+from app.memory.embeddings import Embedder, embed_one
+from app.memory.extract import Proposal, ToolEvidence, TurnFacts, extract, proposals_to_drafts
+from app.memory.lexicon import describe, find_entities, normalize
+from app.memory.port import AfterTurn, BeforeTurn, Recall
+from app.memory.queries import ListFilter, MemoryQueries
+from app.memory.recall import Recaller
+from app.memory.records import (
+    Draft,
+    HistoryEntry,
+    MemoryItem,
+    MemoryNotFound,
+    Scope,
+    SweepReport,
+    Tier,
+    Written,
+)
+from app.memory.scoring import ScoringConfig
+from app.memory.sweep import Retention, sweep
+from app.storage.sqlite import Database
+from app.storage.tx import Store, Tx
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+VERIFIED_CONFIDENCE = 0.95
+
+
+class MemoryService(Store):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        policy: DecayPolicy | None = None,
+        scoring: ScoringConfig | None = None,
+        retention: Retention | None = None,
+        embedder: Embedder | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        super().__init__(db)
+        self.policy = policy or DecayPolicy()
+        self.scoring = scoring or ScoringConfig()
+        self.retention = retention or Retention()
+        self.embedder = embedder
+        self.clock = clock
+        self.queries = MemoryQueries(db)
+        self.recaller = Recaller(
+            self.queries, policy=self.policy, scoring=self.scoring, embedder=embedder
+        )
+        self._touches: set[asyncio.Future[Any]] = set()
+
+    # -- reading ----------------------------------------------------------------------------
+
+    async def list_memories(
+        self, scope: Scope, filters: ListFilter | None = None
+    ) -> list[MemoryItem]:
+        return await self.queries.list_items(scope, filters or ListFilter())
+
+    async def get(self, scope: Scope, memory_id: str) -> MemoryItem:
+        item = await self.queries.get(scope, memory_id)
+        if item is None:
+            raise MemoryNotFound("no such memory", memory_id=memory_id)
+        return item
+
+    async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
+        entries = await self.queries.history(scope, memory_id)
+        if entries is None:
+            raise MemoryNotFound("no such memory", memory_id=memory_id)
+        return entries
+
+    # -- writing ----------------------------------------------------------------------------
+
+    async def upsert(
+        self,
+        scope: Scope,
+        key: str,
+        value: str,
+        *,
+        tier: Tier = "fact",
+        confidence: float = 1.0,
+        valid_until: float | None = None,
+        actor: str = "operator",
+        source: str = "operator",
+        session_id: str | None = None,
+    ) -> Written:
+        """Operator-entered (or tool-confirmed) fact: newer wins over whatever the key held."""
+        entities = find_entities(value)
+        draft = Draft(
+            key=key,
+            value=value,
+            tier=tier,
+            entity=entities[0].value if entities else None,
+            confidence=confidence,
+            source=source,  # type: ignore[arg-type]
+            valid_until=valid_until,
+        )
+        written = await self.write(scope, [draft], actor=actor, session_id=session_id)
+        return written[0]
+
+    async def propose(
+        self, scope: Scope, key: str, value: str, *, session_id: str | None = None
+    ) -> Written:
+        """A model-proposed fact without evidence: stored as pending, never recalled."""
+        draft = Draft(key=key, value=value, confidence=0.6, status="pending", source="model")
+        return (await self.write(scope, [draft], actor="model", session_id=session_id))[0]
+
+    async def write(
+        self,
+        scope: Scope,
+        drafts: Sequence[Draft],
+        *,
+        actor: str,
+        session_id: str | None = None,
+        now: float | None = None,
+    ) -> list[Written]:
+        """Write drafts in one transaction (the bulk path too: one job, one commit)."""
+        drafts = await self._embedded(drafts)
+        at = self.clock() if now is None else now
+
+        def job(tx: Tx) -> list[Written]:
+            return [
+                store.write_draft(
+                    tx, scope, d, now=at, session_id=session_id, actor=actor, policy=self.policy
+                )
+                for d in drafts
+            ]
+
+        return await self.transact(job)
+
+    async def verify(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> Written:
+        def job(tx: Tx) -> Written:
+            item = store.by_id(tx, scope, memory_id)
+            if item is None or item.status != "pending":
+                raise MemoryNotFound("no such pending memory", memory_id=memory_id)
+            return store.verify(
+                tx, scope, item, now=self.clock(), actor=actor, reason=reason,
+                confidence=VERIFIED_CONFIDENCE, policy=self.policy,
+            )  # fmt: skip
+
+        return await self.transact(job)
+
+    async def reject(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> None:
+        def job(tx: Tx) -> None:
+            item = store.by_id(tx, scope, memory_id)
+            if item is None or item.status in ("rejected",):
+                raise MemoryNotFound("no such memory", memory_id=memory_id)
+            store.set_status(tx, item, "rejected", now=self.clock(), actor=actor, reason=reason)
+
+        await self.transact(job)
+
+    # -- forgetting -------------------------------------------------------------------------
+
+    async def delete(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> None:
+        def job(tx: Tx) -> list[erase.Erased]:
+            item = store.by_id(tx, scope, memory_id)
+            if item is None:
+                raise MemoryNotFound("no such memory", memory_id=memory_id)
+            return self._erase(tx, [item], "deleted", actor, reason)
+
+        await self.transact(job)
+
+    async def forget(
+        self,
+        scope: Scope,
+        *,
+        key: str | None = None,
+        query: str | None = None,
+        actor: str,
+        reason: str,
+    ) -> list[str]:
+        """Delete for good every memory with `key`, or whose text contains `query`."""
+        if (key is None) == (query is None) or (query is not None and not query.strip()):
+            raise ValueError("forget needs exactly one of key or query")
+
+        def job(tx: Tx) -> list[erase.Erased]:
+            items = erase.matching(tx, scope, key=key, query=query)
+            return self._erase(tx, items, "forgotten", actor, reason)
+
+        return [e.id for e in await self.transact(job)]
+
+    async def forget_in_conversation(
+        self, scope: Scope, session_id: str, text: str
+    ) -> list[str] | None:
+        """ "forget that" / "忘掉这个": delete what this session stored or recalled last.
+        None when `text` is not such a command."""
+        if not is_forget_command(text):
+            return None
+        await self.drain()  # the last recall's note of what it used must be in
+
+        def job(tx: Tx) -> list[erase.Erased]:
+            items = erase.last_referenced(tx, scope, session_id)
+            return self._erase(tx, items, "forgotten", f"session:{session_id}", "user_request")
+
+        return [e.id for e in await self.transact(job)]
+
+    def _erase(
+        self, tx: Tx, items: list[MemoryItem], action: str, actor: str, reason: str
+    ) -> list[erase.Erased]:
+        erased = erase.delete_items(
+            tx, items, action=action, actor=actor, reason=reason, now=self.clock()
+        )
+        if erased:
+            erase.optimize_index(tx)  # no postings of the erased text stay in the index
+        return erased
+
+    # -- the turn loop ----------------------------------------------------------------------
+
+    async def recall(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        intent: str | None = None,
+        session_id: str | None = None,
+        entities: Iterable[str] = (),
+        force: bool = False,
+    ) -> Recall:
+        now = self.clock()
+        result = await self.recaller.recall(
+            scope, text, now=now, intent=intent, entities=entities, force=force
+        )
+        if result.items:
+            pks = [s.item.pk for s in result.items]
+            future = self.db.submit(lambda conn: store.touch(Tx(conn), scope, pks, session_id, now))
+            self._touches.add(future)
+            future.add_done_callback(self._touched)
+        return result
+
+    def _touched(self, future: asyncio.Future[Any]) -> None:
+        self._touches.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("noting recalled memories failed", exc_info=future.exception())
+
+    async def drain(self) -> None:
+        """Wait until every recall's last-accessed note is committed."""
+        if self._touches:
+            await asyncio.gather(*list(self._touches), return_exceptions=True)
+
+    async def before_turn(
+        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+    ) -> BeforeTurn:
+        forgotten = await self.forget_in_conversation(scope, session_id, text)
+        if forgotten is not None:
+            return BeforeTurn(forgotten=forgotten, forget_command=True)
+        return BeforeTurn(await self.recall(scope, text, intent=intent, session_id=session_id))
+
+    async def after_turn(
+        self,
+        scope: Scope,
+        session_id: str,
+        user_text: str,
+        final_text: str = "",
+        tool_results: Sequence[ToolEvidence] = (),
+        previous_assistant: str = "",
+        proposals: Sequence[Proposal] = (),
+    ) -> AfterTurn:
+        facts = TurnFacts(user_text, final_text, previous_assistant, tuple(tool_results))
+        found = extract(facts)
+        drafts = await self._embedded(
+            found.drafts + proposals_to_drafts(proposals, user_text, found.evidence)
+        )
+        said, denied = normalize(user_text), is_denial(user_text)
+        mentioned = normalize(previous_assistant)
+        now = self.clock()
+
+        def job(tx: Tx) -> AfterTurn:
+            out = AfterTurn()
+            for draft in drafts:
+                out.written.append(
+                    store.write_draft(
+                        tx, scope, draft, now=now, session_id=session_id,
+                        actor=f"session:{session_id}", policy=self.policy,
+                    )
+                )  # fmt: skip
+            for pending in store.proposals(tx, scope):
+                value = normalize(pending.value).strip()
+                if value and (value in found.evidence or value in said):
+                    store.verify(
+                        tx, scope, pending, now=now, actor=f"session:{session_id}",
+                        reason="evidence", confidence=VERIFIED_CONFIDENCE, policy=self.policy,
+                    )  # fmt: skip
+                    out.verified.append(pending.id)
+                elif denied and value and value in mentioned:
+                    store.set_status(
+                        tx, pending, "rejected", now=now, actor=f"session:{session_id}",
+                        reason="user_denied",
+                    )  # fmt: skip
+                    out.rejected.append(pending.id)
+            return out
+
+        return await self.transact(job)
+
+    async def _embedded(self, drafts: Sequence[Draft]) -> list[Draft]:
+        if self.embedder is None:
+            return list(drafts)
+        out = []
+        for d in drafts:
+            blob = await embed_one(self.embedder, describe(d.key, d.value, d.entity))
+            out.append(replace(d, embedding=blob, embedding_model=self.embedder.model))
+        return out
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    async def sweep(self, now: float | None = None) -> SweepReport:
+        return await sweep(self, self.clock() if now is None else now, self.retention)

@@ -1,0 +1,103 @@
+"""Test doubles for the memory seams: embedders, and turn-loop memories that do nothing or
+record what they were asked."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.memory.extract import Proposal, ToolEvidence
+from app.memory.lexicon import normalize
+from app.memory.port import AfterTurn, BeforeTurn, Recall
+from app.memory.records import Scope
+
+
+class FakeEmbedder:
+    """Deterministic vectors: `table` entries verbatim, otherwise hashed character bigrams.
+
+    Texts that share bigrams get similar vectors, and a test can give two texts with no
+    words in common the same vector to exercise the semantic path."""
+
+    def __init__(self, table: Mapping[str, Sequence[float]] | None = None, dim: int = 64) -> None:
+        self.model = "fake/embedding"
+        self.dim = dim
+        self.table = dict(table or {})
+        self.calls: list[list[str]] = []
+        self.fail = False
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        if self.fail:
+            raise RuntimeError("embedding service unavailable")
+        return [self._vector(text) for text in texts]
+
+    def _vector(self, text: str) -> list[float]:
+        for probe, vector in self.table.items():
+            if probe in text:
+                return [float(v) for v in vector]
+        out = [0.0] * self.dim
+        lowered = normalize(text)
+        for i in range(len(lowered) - 1):
+            digest = hashlib.blake2b(lowered[i : i + 2].encode(), digest_size=4).digest()
+            out[int.from_bytes(digest, "big") % self.dim] += 1.0
+        norm = math.sqrt(sum(v * v for v in out)) or 1.0
+        return [v / norm for v in out]
+
+
+class NullMemory:
+    """A turn memory that never recalls or stores anything."""
+
+    async def before_turn(
+        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+    ) -> BeforeTurn:
+        return BeforeTurn()
+
+    async def after_turn(
+        self,
+        scope: Scope,
+        session_id: str,
+        user_text: str,
+        final_text: str = "",
+        tool_results: Sequence[ToolEvidence] = (),
+        previous_assistant: str = "",
+        proposals: Sequence[Proposal] = (),
+    ) -> AfterTurn:
+        return AfterTurn()
+
+
+@dataclass
+class RecordingMemory:
+    """Records every call; `before_turn` answers with the queued `Recall`s, then empty ones."""
+
+    recalls: list[Recall] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    async def before_turn(
+        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+    ) -> BeforeTurn:
+        self.calls.append(
+            ("before_turn", {"scope": scope, "session_id": session_id, "text": text,
+                             "intent": intent})
+        )  # fmt: skip
+        return BeforeTurn(self.recalls.pop(0) if self.recalls else Recall())
+
+    async def after_turn(
+        self,
+        scope: Scope,
+        session_id: str,
+        user_text: str,
+        final_text: str = "",
+        tool_results: Sequence[ToolEvidence] = (),
+        previous_assistant: str = "",
+        proposals: Sequence[Proposal] = (),
+    ) -> AfterTurn:
+        self.calls.append(
+            ("after_turn", {"scope": scope, "session_id": session_id, "user_text": user_text,
+                            "final_text": final_text, "tool_results": list(tool_results),
+                            "previous_assistant": previous_assistant,
+                            "proposals": list(proposals)})
+        )  # fmt: skip
+        return AfterTurn()
