@@ -12,7 +12,7 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
-from app.api.routes import approvals, health, sessions, tools, turns
+from app.api.routes import approvals, health, sessions, steps, tools, turns
 from app.llm.gateway import ChatModel
 from app.runtime import open_runtime
 from app.settings import Settings, load_settings
@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(turns.router)
     app.include_router(approvals.router)
     app.include_router(tools.router)
+    app.include_router(steps.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

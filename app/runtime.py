@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from app.storage.messages import MessageStore
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
 from app.storage.sqlite import Database
+from app.storage.steps import StepStore
 from app.storage.tool_calls import ToolCallStore
 from app.storage.turns import TurnStore
 from app.tools.approvals import ApprovalBroker
@@ -39,6 +40,8 @@ from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
+from app.workflow.service import StepService
+from app.workflow.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ class Runtime:
     registry: ToolRegistry
     executor: ToolExecutor
     approvals: ApprovalBroker
+    steps: StepService
+    watchdog: Watchdog
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -116,6 +121,19 @@ def build_executor(
     )
 
 
+def background(
+    stack: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None], name: str
+) -> None:
+    """Run `work` as a task for the runtime's life; cancel it at shutdown."""
+    task = asyncio.create_task(work, name=name)
+
+    async def stop() -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    stack.push_async_callback(stop)
+
+
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
     load_tools(settings.tools_file, resolve=resolve_python)
@@ -171,6 +189,7 @@ async def open_runtime(
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
         executor = build_executor(settings, registry, db, approvals, bus, services)
+        steps = StepStore(db, bus.publish)
         loop = AgentLoop(
             model,
             executor,
@@ -180,6 +199,7 @@ async def open_runtime(
                 temperature_tools=settings.temperature_tools,
                 temperature_text=settings.temperature_text,
             ),
+            model_label=settings.model,
         )
         runner = TurnRunner(
             turns=turns,
@@ -187,14 +207,27 @@ async def open_runtime(
             snapshots=snapshots,
             loop=loop,
             registry=registry,
-            config=RunnerConfig(settings.system_prompt, settings.context_recent_messages),
+            config=RunnerConfig(
+                settings.system_prompt,
+                settings.context_recent_messages,
+                step_queue_max_depth=settings.step_queue_max_depth,
+                ask_user_timeout_s=settings.ask_user_timeout_s,
+            ),
+            steps=steps,
+            redactor=executor.redactor,
         )
         manager = TurnManager(
-            turns=turns, sessions=sessions, runner=runner, turn_timeout_s=settings.turn_timeout_s
+            turns=turns,
+            sessions=sessions,
+            runner=runner,
+            turn_timeout_s=settings.turn_timeout_s,
+            steps=steps,
         )
-        interrupted = await turns.fail_interrupted()
-        if interrupted:
-            log.warning("%d turns were interrupted by the last shutdown", interrupted)
+        for turn_id in await turns.fail_interrupted():
+            await steps.close_open(
+                turn_id, "failed", {"code": "interrupted", "message": "the service restarted"}
+            )
+            log.warning("turn %s was interrupted by the last shutdown", turn_id)
         stack.push_async_callback(manager.shutdown)
         await manager.resume_queued()
 
@@ -211,13 +244,15 @@ async def open_runtime(
                 keepalive_s=settings.sse_keepalive_s,
             ),
         )
-        sweeper = asyncio.create_task(_sweep_idle(sessions, settings), name="idle-sweeper")
-
-        async def stop_sweeper() -> None:
-            sweeper.cancel()
-            await asyncio.gather(sweeper, return_exceptions=True)
-
-        stack.push_async_callback(stop_sweeper)
+        watchdog = Watchdog(
+            steps=steps,
+            turns=turns,
+            manager=manager,
+            stuck_after_s=settings.step_stuck_after_s,
+            interval_s=settings.watchdog_interval_s,
+        )
+        background(stack, _sweep_idle(sessions, settings), "idle-sweeper")
+        background(stack, watchdog.run(), "watchdog")
         yield Runtime(
             settings=settings,
             db=db,
@@ -227,5 +262,7 @@ async def open_runtime(
             registry=registry,
             executor=executor,
             approvals=approvals,
+            steps=StepService(steps=steps, turns=turns, manager=manager, conversation=conversation),
+            watchdog=watchdog,
             model=model,
         )

@@ -65,6 +65,12 @@ class _Quiet:
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
         return None
 
+    async def approval_requested(self, call: RequestedToolCall, approval: Any) -> None:
+        return None
+
+    async def approval_resolved(self, call: RequestedToolCall, approval: Any) -> None:
+        return None
+
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)

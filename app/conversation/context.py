@@ -20,12 +20,15 @@ def system_messages(system_prompt: str, snapshot: Snapshot | None) -> list[dict[
     return out
 
 
-def history_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def history_messages(
+    messages: list[Message], *, leave_open: set[str] | frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """Recent messages in the chat shape, made consistent for the model.
 
     A window may start in the middle of a tool exchange, and a turn that failed may have left
     tool calls without results; both would be rejected by providers. Leading orphan tool
-    results are dropped and unanswered calls get an explicit "not executed" result.
+    results are dropped and unanswered calls get an explicit "not executed" result, except
+    those in `leave_open` (a resumed turn is about to run them).
     """
     out: list[dict[str, Any]] = []
     start = 0
@@ -42,7 +45,7 @@ def history_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 break
             answered.add(later.tool_call_id)
         for call in message.tool_calls:
-            if call["id"] not in answered:
+            if call["id"] not in answered and call["id"] not in leave_open:
                 out.append(_not_executed(call["id"]))
     return out
 

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from app.llm.gateway import RequestedToolCall
+from app.storage.approvals import Approval
 from app.storage.records import Event, Turn
 from app.storage.tx import Store
 from app.tools.results import ToolResult
@@ -47,6 +48,12 @@ class TurnEmitter:
         await self.emit(
             "tool.started", {"call_id": call.id, "tool": call.name, "status": "running"}
         )
+
+    async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None:
+        return None  # announced by the approval store as `approval.requested`
+
+    async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None:
+        return None  # announced by the approval store as `approval.resolved`
 
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
         await self.emit(

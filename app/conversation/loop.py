@@ -12,11 +12,13 @@ from typing import Any, Literal, Protocol
 
 from app.conversation.emitter import TurnEmitter
 from app.conversation.tokens import has_cjk
+from app.errors import UpstreamLLMError
 from app.llm.gateway import ChatModel, ModelReply, ModelRequest, RequestedToolCall, collect
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
+from app.workflow.recorder import StepRecorder
 
 MAX_ROUNDS_REPLY = {
     "en": (
@@ -52,6 +54,14 @@ class Transcript(Protocol):
     async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None: ...
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where a retried turn picks up: calls recorded but never answered, rounds already used."""
+
+    pending_calls: list[RequestedToolCall]
+    rounds_used: int
+
+
 @dataclass
 class TurnRun:
     messages: list[dict[str, Any]]
@@ -60,6 +70,8 @@ class TurnRun:
     emitter: TurnEmitter
     transcript: Transcript
     user_text: str = ""
+    steps: StepRecorder | None = None
+    resume: Resume | None = None
 
 
 @dataclass
@@ -82,18 +94,29 @@ class LoopLimits:
 
 
 class AgentLoop:
-    def __init__(self, model: ChatModel, executor: ToolExecutor, limits: LoopLimits) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        executor: ToolExecutor,
+        limits: LoopLimits,
+        model_label: str = "model",
+    ) -> None:
         self.model = model
         self.executor = executor
         self.limits = limits
+        self.model_label = model_label
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
-        tools = self.executor.for_turn(run.scope, run.emitter)
-        while True:
+        tools = self.executor.for_turn(run.scope, run.steps or run.emitter)
+        if run.resume is not None:
+            outcome.rounds = run.resume.rounds_used
+            if run.resume.pending_calls:
+                await self._execute(run, tools, run.resume.pending_calls, outcome.rounds - 1)
+        while outcome.rounds < self.limits.max_rounds:
             # A tool that keeps failing in this turn is no longer offered.
             run.tools = [t for t in run.tools if t.name not in tools.given_up]
-            reply = await self._ask(run)
+            reply = await self._ask(run, outcome.rounds)
             outcome.model = reply.model or outcome.model
             outcome.prompt_tokens += reply.prompt_tokens
             outcome.completion_tokens += reply.completion_tokens
@@ -102,12 +125,19 @@ class AgentLoop:
                     outcome.text = text
                     return outcome
                 case CallTools(calls=calls, text=text):
+                    await run.transcript.assistant_calls(text, calls)
+                    run.messages.append(
+                        {
+                            "role": "assistant",
+                            "content": text or None,
+                            "tool_calls": [c.as_message_part() for c in calls],
+                        }
+                    )
+                    await self._execute(run, tools, calls, outcome.rounds)
                     outcome.rounds += 1
-                    await self._run_tools(run, tools, calls, text)
-                    if outcome.rounds >= self.limits.max_rounds:
-                        outcome.text = MAX_ROUNDS_REPLY["zh" if has_cjk(run.user_text) else "en"]
-                        outcome.stopped = "max_rounds"
-                        return outcome
+        outcome.text = MAX_ROUNDS_REPLY["zh" if has_cjk(run.user_text) else "en"]
+        outcome.stopped = "max_rounds"
+        return outcome
 
     @staticmethod
     def _decide(reply: ModelReply) -> Step:
@@ -115,7 +145,7 @@ class AgentLoop:
             return CallTools(reply.tool_calls, reply.text)
         return FinalReply(reply.text)
 
-    async def _ask(self, run: TurnRun) -> ModelReply:
+    async def _ask(self, run: TurnRun, round_no: int) -> ModelReply:
         tools = [t.model_schema() for t in run.tools] or None
         request = ModelRequest(
             messages=run.messages,
@@ -129,23 +159,39 @@ class AgentLoop:
         async def on_text(piece: str) -> None:
             run.emitter.delta(piece)
 
-        reply = await collect(self.model.stream(request), on_text)
-        await run.emitter.settle()
+        step = None
+        if run.steps is not None:
+            step = await run.steps.model_started(
+                round_no, self.model_label, run.tools, len(run.messages)
+            )
+        try:
+            reply = await collect(self.model.stream(request), on_text)
+            await run.emitter.settle()
+        except UpstreamLLMError as exc:
+            if run.steps is not None and step is not None:
+                await run.steps.model_failed(step, exc.code, exc.message)
+            raise
+        if run.steps is not None and step is not None:
+            await run.steps.model_finished(step, reply, [t.name for t in run.tools])
         return reply
 
-    async def _run_tools(
-        self, run: TurnRun, tools: TurnTools, calls: list[RequestedToolCall], text: str
+    async def _execute(
+        self, run: TurnRun, tools: TurnTools, calls: list[RequestedToolCall], round_no: int
     ) -> None:
-        await run.transcript.assistant_calls(text, calls)
-        run.messages.append(
-            {
-                "role": "assistant",
-                "content": text or None,
-                "tool_calls": [c.as_message_part() for c in calls],
-            }
-        )
-        results = await tools.run_calls(calls)
-        for call, result in zip(calls, results, strict=True):
+        """Run one response's tool calls and record each result as a `tool` message."""
+        refused: list[RequestedToolCall] = []
+        if run.steps is not None:
+            specs = {t.name: t for t in run.tools}
+            reads = [c.id for c in calls if tools.is_read(c)]
+            refused = await run.steps.queue_calls(round_no, calls, specs, reads)
+        runnable = [c for c in calls if c not in refused]
+        by_id = dict(zip([c.id for c in runnable], await tools.run_calls(runnable), strict=True))
+        for call in calls:
+            result = by_id.get(call.id) or ToolResult.fail(
+                "step_queue_full",
+                "too many steps are queued in this session; this call was not run",
+                hint="Call fewer tools at once.",
+            )
             await run.transcript.tool_result(call, result)
             run.messages.append(
                 {

@@ -16,6 +16,7 @@ from app.observability import metrics
 from app.resilience import deadline
 from app.storage.records import Turn
 from app.storage.sessions import SessionStore
+from app.storage.steps import StepStore
 from app.storage.turns import TurnStore
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ class _Worker:
     dirty: bool = False
     current: Turn | None = None
     turn_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    abort: tuple[str, str] | None = None  # (code, message) when a turn is ended from outside
 
 
 class TurnManager:
@@ -37,7 +39,9 @@ class TurnManager:
         sessions: SessionStore,
         runner: TurnRunner,
         turn_timeout_s: float,
+        steps: StepStore | None = None,
     ) -> None:
+        self.steps = steps
         self.turns = turns
         self.sessions = sessions
         self.runner = runner
@@ -76,15 +80,32 @@ class TurnManager:
                         continue
                     return
                 worker.current = turn
+                worker.abort = None
+                worker.turn_task = asyncio.create_task(self._run(turn, worker), name=turn.id)
                 try:
-                    await self._run(turn)
+                    await asyncio.shield(worker.turn_task)
+                except asyncio.CancelledError:
+                    worker.turn_task.cancel()  # the worker itself is being stopped
+                    await asyncio.gather(worker.turn_task, return_exceptions=True)
+                    raise
                 finally:
                     worker.current = None
+                    worker.turn_task = None
         finally:
             if self._workers.get(session_id) is worker:
                 del self._workers[session_id]
 
-    async def _run(self, turn: Turn) -> None:
+    async def abort(self, turn_id: str, code: str, message: str) -> bool:
+        """End a running turn from outside (e.g. the watchdog); the session carries on."""
+        for worker in self._workers.values():
+            if worker.current is not None and worker.current.id == turn_id and worker.turn_task:
+                worker.abort = (code, message)
+                worker.turn_task.cancel()
+                await asyncio.gather(worker.turn_task, return_exceptions=True)
+                return True
+        return False
+
+    async def _run(self, turn: Turn, worker: _Worker) -> None:
         started = asyncio.get_running_loop().time()
         status = "failed"
         try:
@@ -107,6 +128,9 @@ class TurnManager:
         except ServiceError as exc:
             await self.turns.fail(turn, exc.code, exc.message)
         except asyncio.CancelledError:
+            if worker.abort is not None:
+                await self.turns.fail(turn, *worker.abort)
+                return  # this turn is over; the worker goes on with the next one
             if self._closing:
                 await self.turns.fail(
                     turn, "interrupted", "the service shut down before this turn finished"
@@ -118,6 +142,8 @@ class TurnManager:
             log.exception("turn %s failed unexpectedly", turn.id)
             await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
         finally:
+            if status != "completed" and self.steps is not None:
+                await self.steps.close_open(turn.id)
             metrics.TURNS.labels(status=status).inc()
             metrics.TURN_SECONDS.observe(asyncio.get_running_loop().time() - started)
 

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from app.conversation.context import history_messages, system_messages
 from app.conversation.emitter import TurnEmitter
-from app.conversation.loop import AgentLoop, TurnOutcome, TurnRun
+from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun
 from app.conversation.tokens import estimate_tokens
 from app.llm.gateway import RequestedToolCall
 from app.storage.messages import MessageStore
-from app.storage.records import Snapshot, Turn
+from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
+from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore
 from app.storage.tx import Tx
 from app.tools.context import TurnScope
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
+from app.tools.shaping import Redactor
+from app.workflow.recorder import StepRecorder
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,8 @@ _COMPLETED_STEPS_KEPT = 20
 class RunnerConfig:
     system_prompt: str
     recent_messages: int = 40
+    step_queue_max_depth: int = 50
+    ask_user_timeout_s: float = 300.0
 
 
 class _Transcript:
@@ -71,6 +77,28 @@ class _Transcript:
         )
 
 
+def asks_the_user(text: str) -> bool:
+    """A reply that ends in a question waits for the user (an `ask_user` step)."""
+    return text.rstrip().endswith(("?", "？"))
+
+
+def resume_point(turn: Turn, history: list[Message]) -> Resume:
+    """What a retried turn already has: its recorded tool rounds and any calls left unanswered."""
+    own = [m for m in history if m.turn_id == turn.id]
+    rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls)
+    answered = {m.tool_call_id for m in own if m.role == "tool"}
+    pending: list[RequestedToolCall] = []
+    for message in reversed(own):
+        if message.role == "assistant" and message.tool_calls:
+            pending = [
+                RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in message.tool_calls
+                if c["id"] not in answered
+            ]
+            break
+    return Resume(pending_calls=pending, rounds_used=rounds)
+
+
 class TurnRunner:
     def __init__(
         self,
@@ -81,7 +109,11 @@ class TurnRunner:
         loop: AgentLoop,
         registry: ToolRegistry,
         config: RunnerConfig,
+        steps: StepStore | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
+        self.steps = steps
+        self.redactor = redactor or Redactor()
         self.turns = turns
         self.messages = messages
         self.snapshots = snapshots
@@ -99,9 +131,23 @@ class TurnRunner:
         )
         user_text = next((m.content or "" for m in history if m.id == turn.user_message_id), "")
         transcript = _Transcript(self.turns, turn)
+        resume = resume_point(turn, history) if turn.resume_from_step else None
+        emitter = TurnEmitter(self.turns, turn)
+        recorder = None
+        if self.steps is not None:
+            if resume is None:
+                await self.steps.answer_ask_user(turn.session_id, turn.user_message_id)
+            recorder = StepRecorder(
+                self.steps,
+                TurnRef(turn.tenant_id, turn.session_id, turn.id),
+                emitter,
+                self.config.step_queue_max_depth,
+                self.redactor,
+            )
+        leave_open = {c.id for c in resume.pending_calls} if resume else set()
         run = TurnRun(
             messages=system_messages(self.config.system_prompt, snapshot)
-            + history_messages(history),
+            + history_messages(history, leave_open=leave_open),
             tools=self.registry.offered(),
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
@@ -110,9 +156,11 @@ class TurnRunner:
                 turn_id=turn.id,
                 trace_id=turn.id,
             ),
-            emitter=TurnEmitter(self.turns, turn),
+            emitter=emitter,
             transcript=transcript,
             user_text=user_text,
+            steps=recorder,
+            resume=resume,
         )
         outcome = await self.loop.run(run)
         await self.turns.complete(
@@ -126,6 +174,21 @@ class TurnRunner:
             metadata={"stopped": outcome.stopped, **outcome.metadata},
             snapshot=lambda tx: self._update_snapshot(tx, turn, snapshot, user_text, transcript),
         )
+        if self.steps is not None and asks_the_user(outcome.text):
+            await self.steps.enqueue(
+                TurnRef(turn.tenant_id, turn.session_id, turn.id),
+                [
+                    NewStep(
+                        key="ask_user",
+                        action_type="ask_user",
+                        name="ask_user",
+                        input_context={"question": outcome.text[:500]},
+                        status="running",
+                        deadline_at=time.time() + self.config.ask_user_timeout_s,
+                    )
+                ],
+                self.config.step_queue_max_depth,
+            )
         return outcome
 
     @staticmethod

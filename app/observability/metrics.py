@@ -45,3 +45,12 @@ ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY
 )
 DB_COMMITS = Counter("hermes_db_commits_total", "Write batches committed.", registry=REGISTRY)
+STEPS = Counter(
+    "hermes_steps_total",
+    "Steps finished, by action type and status.",
+    ["action_type", "status"],
+    registry=REGISTRY,
+)
+STUCK_STEPS = Counter(
+    "hermes_steps_stuck_total", "Steps the watchdog found running too long.", registry=REGISTRY
+)

@@ -127,6 +127,7 @@ class Turn:
     created_at: float
     started_at: float | None
     finished_at: float | None
+    resume_from_step: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Turn:

@@ -147,13 +147,10 @@ class TurnStore(Store):
                 "UPDATE turns SET status = 'running', started_at = ? WHERE id = ?",
                 (tx.now, turn.id),
             )
-            tx.emit(
-                session_id,
-                turn.tenant_id,
-                "turn.started",
-                {"turn_id": turn.id, "user_message_id": turn.user_message_id},
-                turn_id=turn.id,
-            )
+            data = {"turn_id": turn.id, "user_message_id": turn.user_message_id}
+            if turn.resume_from_step:
+                data["resumed_from_step"] = turn.resume_from_step
+            tx.emit(session_id, turn.tenant_id, "turn.started", data, turn_id=turn.id)
             return _turn(tx, turn.id)
 
         return await self.transact(claim)
@@ -281,13 +278,13 @@ class TurnStore(Store):
 
         await self.transact(fail)
 
-    async def fail_interrupted(self) -> int:
+    async def fail_interrupted(self) -> list[str]:
         """At start-up: turns a previous process left running can't be finished; say so.
 
         Queued turns never started, so they stay queued and run when the service is back.
         """
 
-        def recover(tx: Tx) -> int:
+        def recover(tx: Tx) -> list[str]:
             rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
             for row in rows:
                 turn = Turn.from_row(row)
@@ -307,9 +304,71 @@ class TurnStore(Store):
                     },
                     turn_id=turn.id,
                 )
-            return len(rows)
+            return [row["id"] for row in rows]
 
         return await self.transact(recover)
+
+    async def add_followup(self, turn: Turn, text: str, metadata: dict[str, Any]) -> Message:
+        """An assistant message the service adds on its own after a turn (e.g. when a question
+        to the user went unanswered); announced as `message.completed`."""
+
+        def add(tx: Tx) -> Message:
+            message = insert_message(
+                tx,
+                session_id=turn.session_id,
+                tenant_id=turn.tenant_id,
+                turn_id=turn.id,
+                turn_number=turn.number,
+                role="assistant",
+                content=text,
+                token_estimate=len(text) // 2,
+                metadata=metadata,
+            )
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                "message.completed",
+                {"turn_id": turn.id, "message_id": message.id, "text": text, **metadata},
+                turn_id=turn.id,
+            )
+            return message
+
+        return await self.transact(add)
+
+    async def reopen(self, turn: Turn, step_id: str) -> Turn | None:
+        """Queue a failed turn again, to resume from `step_id`; None if the session is busy or
+        the turn is no longer the failed last turn of its session."""
+
+        def reopen(tx: Tx) -> Turn | None:
+            busy = tx.one(
+                "SELECT 1 FROM turns WHERE session_id = ? AND status IN ('queued', 'running')",
+                (turn.session_id,),
+            )
+            current = _turn(tx, turn.id)
+            if busy is not None or current.status != "failed":
+                return None
+            (last_seq,) = tx.one(
+                "SELECT last_event_seq FROM sessions WHERE id = ?", (turn.session_id,)
+            ) or (0,)
+            tx.execute(
+                "UPDATE turns SET status = 'queued', error_code = NULL, error_message = NULL,"
+                " finished_at = NULL, resume_from_step = ?, accepted_seq = ? WHERE id = ?",
+                (step_id, last_seq, turn.id),
+            )
+            tx.execute(
+                "UPDATE sessions SET status = 'active', archived_at = NULL, last_activity_at = ?"
+                " WHERE id = ?",
+                (tx.now, turn.session_id),
+            )
+            return _turn(tx, turn.id)
+
+        return await self.transact(reopen)
+
+    async def latest(self, session_id: str) -> Turn | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM turns WHERE session_id = ? ORDER BY number DESC LIMIT 1", (session_id,)
+        )
+        return None if row is None else Turn.from_row(row)
 
     async def get(self, session_id: str, turn_id: str) -> Turn | None:
         row = await self.db.fetchone(

@@ -7,6 +7,7 @@ waiting call is woken. A call nobody decides on in time gets an `approval_expire
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,7 +41,14 @@ class ApprovalBroker:
         self._waiting: dict[str, asyncio.Future[Approval]] = {}
 
     async def request(
-        self, scope: TurnScope, *, call_id: str, tool: str, arguments: dict[str, Any], reason: str
+        self,
+        scope: TurnScope,
+        *,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        reason: str,
+        on_created: Callable[[Approval], Awaitable[None]] | None = None,
     ) -> Outcome:
         """Create the approval (announced as `approval.requested`) and wait for a decision."""
         approval = await self.store.create(
@@ -56,6 +64,8 @@ class ApprovalBroker:
         waiter: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         self._waiting[approval.id] = waiter
         try:
+            if on_created is not None:
+                await on_created(approval)
             decided = await asyncio.wait_for(asyncio.shield(waiter), self.timeout_s)
         except TimeoutError:
             decided = await self._expire(scope, approval)

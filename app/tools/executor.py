@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
+from app.storage.approvals import Approval
 from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
 from app.tools.approvals import ApprovalBroker
@@ -46,6 +47,10 @@ class ToolEvents(Protocol):
     async def started(self, call: RequestedToolCall) -> None: ...
 
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None: ...
+
+    async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None: ...
+
+    async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,7 @@ class TurnTools:
 
     async def run_calls(self, calls: list[RequestedToolCall]) -> list[ToolResult]:
         results: dict[int, ToolResult] = {}
-        reads = [i for i, c in enumerate(calls) if self._is_read(c)]
+        reads = [i for i, c in enumerate(calls) if self.is_read(c)]
         ordered = [i for i in range(len(calls)) if i not in set(reads)]
         if reads:
             outcomes = await asyncio.gather(*(self.run_one(calls[i]) for i in reads))
@@ -127,7 +132,7 @@ class TurnTools:
             results[i] = await self.run_one(calls[i])
         return [results[i] for i in range(len(calls))]
 
-    def _is_read(self, call: RequestedToolCall) -> bool:
+    def is_read(self, call: RequestedToolCall) -> bool:
         tool = self.executor.registry.get(call.name)
         return tool is not None and tool.spec.risk == "read"
 
@@ -275,7 +280,9 @@ class TurnTools:
             tool=spec.name,
             arguments=self.executor.redactor.data(args),
             reason=reason,
+            on_created=lambda approval: self.events.approval_requested(call, approval),
         )
+        await self.events.approval_resolved(call, outcome.approval)
         if outcome.decision == "approved":
             return None
         if outcome.decision == "rejected":

@@ -48,14 +48,27 @@ async def test_sse_turn_streams_typed_events(service: LiveService, fake_llm: Fak
         Reply("It is Sunday today.", chunks=4),
     )
     session_id = await new_session(service)
-    events = await stream_turn(service.client, session_id, "what day is it?")
+    everything = await stream_turn(service.client, session_id, "what day is it?")
+    steps = [e.data for e in everything if e.event == "step.updated"]
+    assert [(s["key"], s["status"]) for s in steps] == [
+        ("model:0", "queued"),
+        ("model:0", "running"),
+        ("model:0", "succeeded"),
+        ("tool:call_1", "queued"),
+        ("tool:call_1", "running"),
+        ("tool:call_1", "succeeded"),
+        ("model:1", "queued"),
+        ("model:1", "running"),
+        ("model:1", "succeeded"),
+    ]
+    events = [e for e in everything if e.event != "step.updated"]
     types = [e.event for e in events]
     assert types[0] == "turn.started"
     assert types[1:3] == ["tool.started", "tool.completed"]
     assert types.count("message.delta") == 4
     assert types[-2:] == ["message.completed", "turn.completed"]
-    ids = [int(e.id) for e in events if e.id is not None]
-    assert ids == sorted(ids) and len(set(ids)) == len(ids) and len(ids) == len(events)
+    ids = [int(e.id) for e in everything if e.id is not None]
+    assert ids == list(range(ids[0], ids[0] + len(everything)))
     turn_id = events[0].data["turn_id"]
     assert all(e.data["turn_id"] == turn_id for e in events)
     deltas = [e.data for e in events if e.event == "message.delta"]

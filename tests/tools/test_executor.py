@@ -58,6 +58,12 @@ class Recorded:
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
         self.events.append(("completed", call.id, result.status))
 
+    async def approval_requested(self, call: RequestedToolCall, approval: Any) -> None:
+        return None
+
+    async def approval_resolved(self, call: RequestedToolCall, approval: Any) -> None:
+        return None
+
 
 def registry_from(path: Path, http: httpx.AsyncClient | None = None) -> ToolRegistry:
     registry = ToolRegistry()

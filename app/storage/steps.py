@@ -1,0 +1,295 @@
+"""Steps of turns: queued, run, finished, watched. Each change is announced as `step.updated`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.storage.records import dumps, new_id
+from app.storage.tx import Store, Tx
+
+ActionType = Literal["call_tool", "generate_response", "ask_user", "wait_for_event", "batch"]
+StepStatus = Literal["queued", "running", "succeeded", "failed", "timed_out", "stuck", "skipped"]
+OPEN = ("queued", "running")
+_JSON = ("input_context", "expected_output_schema", "result", "error", "validation")
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    tenant_id: str
+    session_id: str
+    turn_id: str
+    key: str
+    seq: int
+    parent_id: str | None
+    action_type: ActionType
+    name: str
+    input_context: dict[str, Any]
+    expected_output_schema: dict[str, Any] | None
+    status: StepStatus
+    attempts: int
+    result: Any
+    error: dict[str, Any] | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    tool_duration_ms: float | None
+    validation: dict[str, Any] | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    deadline_at: float | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Step:
+        values = {name: row[name] for name in row.keys()}
+        for name in _JSON:
+            if values[name] is not None:
+                values[name] = json.loads(values[name])
+        return cls(**values)
+
+    def event(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "step_id": self.id,
+            "key": self.key,
+            "parent_id": self.parent_id,
+            "action_type": self.action_type,
+            "name": self.name,
+            "status": self.status,
+            "attempts": self.attempts,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class NewStep:
+    key: str
+    action_type: ActionType
+    name: str
+    input_context: dict[str, Any] = field(default_factory=dict)
+    expected_output_schema: dict[str, Any] | None = None
+    parent_id: str | None = None
+    deadline_at: float | None = None
+    status: StepStatus = "queued"
+
+
+@dataclass(frozen=True)
+class TurnRef:
+    tenant_id: str
+    session_id: str
+    turn_id: str
+
+
+def _get(tx: Tx, step_id: str) -> Step:
+    row = tx.one("SELECT * FROM steps WHERE id = ?", (step_id,))
+    assert row is not None
+    return Step.from_row(row)
+
+
+def _announce(tx: Tx, step: Step) -> Step:
+    tx.emit(step.session_id, step.tenant_id, "step.updated", step.event(), turn_id=step.turn_id)
+    return step
+
+
+def _update(tx: Tx, step_id: str, **fields: Any) -> Step:
+    values = [dumps(v) if k in _JSON and v is not None else v for k, v in fields.items()]
+    assignments = ", ".join(f"{k} = ?" for k in fields)
+    tx.execute(f"UPDATE steps SET {assignments} WHERE id = ?", (*values, step_id))
+    return _announce(tx, _get(tx, step_id))
+
+
+class StepStore(Store):
+    async def enqueue(
+        self, turn: TurnRef, new: list[NewStep], max_depth: int
+    ) -> tuple[list[Step], int]:
+        """Queue steps (re-queue ones with the same key); refuse what would pass `max_depth`.
+
+        Returns the queued steps and how many were refused.
+        """
+
+        def enqueue(tx: Tx) -> tuple[list[Step], int]:
+            (open_now,) = tx.one(
+                "SELECT COUNT(*) FROM steps WHERE session_id = ?"
+                " AND status IN ('queued', 'running')"
+                " AND action_type NOT IN ('ask_user', 'batch')",
+                (turn.session_id,),
+            ) or (0,)
+            (seq,) = tx.one(
+                "SELECT COALESCE(MAX(seq), 0) FROM steps WHERE turn_id = ?", (turn.turn_id,)
+            ) or (0,)
+            room = max(0, max_depth - open_now)
+            queued: list[Step] = []
+            refused = 0
+            for step in new:
+                counts = step.action_type not in ("ask_user", "batch")
+                if counts and room == 0:
+                    refused += 1
+                    continue
+                room -= 1 if counts else 0
+                existing = tx.one(
+                    "SELECT id FROM steps WHERE turn_id = ? AND key = ?", (turn.turn_id, step.key)
+                )
+                if existing is not None:
+                    queued.append(
+                        _update(
+                            tx,
+                            existing[0],
+                            status=step.status,
+                            finished_at=None,
+                            error=None,
+                            deadline_at=step.deadline_at,
+                        )
+                    )
+                    continue
+                seq += 1
+                step_id = new_id("stp")
+                tx.execute(
+                    "INSERT INTO steps (id, tenant_id, session_id, turn_id, key, seq, parent_id,"
+                    " action_type, name, input_context, expected_output_schema, status,"
+                    " created_at, deadline_at, started_at, attempts)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        step_id,
+                        turn.tenant_id,
+                        turn.session_id,
+                        turn.turn_id,
+                        step.key,
+                        seq,
+                        step.parent_id,
+                        step.action_type,
+                        step.name,
+                        dumps(step.input_context),
+                        None
+                        if step.expected_output_schema is None
+                        else dumps(step.expected_output_schema),
+                        step.status,
+                        tx.now,
+                        step.deadline_at,
+                        tx.now if step.status == "running" else None,
+                        1 if step.status == "running" else 0,
+                    ),
+                )
+                queued.append(_announce(tx, _get(tx, step_id)))
+            return queued, refused
+
+        return await self.transact(enqueue)
+
+    async def start(self, step_id: str) -> Step:
+        def start(tx: Tx) -> Step:
+            tx.execute("UPDATE steps SET attempts = attempts + 1 WHERE id = ?", (step_id,))
+            return _update(tx, step_id, status="running", started_at=tx.now, finished_at=None)
+
+        return await self.transact(start)
+
+    async def update(self, step_id: str, **fields: Any) -> Step:
+        return await self.transact(lambda tx: _update(tx, step_id, **fields))
+
+    async def finish(self, step_id: str, status: StepStatus, **trace: Any) -> Step:
+        """Record the end of a step: `trace` may carry result, error, model, input_tokens,
+        output_tokens, tool_duration_ms, validation."""
+
+        def finish(tx: Tx) -> Step:
+            current = _get(tx, step_id)
+            if current.status in ("stuck", "skipped", "timed_out") and status != "succeeded":
+                return current  # the watchdog got there first; keep its verdict
+            return _update(tx, step_id, status=status, finished_at=tx.now, **trace)
+
+        return await self.transact(finish)
+
+    async def close_open(
+        self, turn_id: str, status: StepStatus = "skipped", error: dict[str, Any] | None = None
+    ) -> int:
+        """A turn ended abnormally: what it left queued or running will not finish."""
+
+        def close(tx: Tx) -> int:
+            rows = tx.execute(
+                "SELECT id FROM steps WHERE turn_id = ? AND status IN ('queued', 'running')"
+                " AND action_type != 'ask_user'",
+                (turn_id,),
+            ).fetchall()
+            for (step_id,) in rows:
+                _update(tx, step_id, status=status, finished_at=tx.now, error=error)
+            return len(rows)
+
+        return await self.transact(close)
+
+    async def mark_stuck(self, started_before: float) -> list[Step]:
+        def stuck(tx: Tx) -> list[Step]:
+            rows = tx.execute(
+                "SELECT id FROM steps WHERE status = 'running' AND started_at < ?"
+                " AND action_type IN ('call_tool', 'generate_response', 'batch')",
+                (started_before,),
+            ).fetchall()
+            return [
+                _update(
+                    tx,
+                    step_id,
+                    status="stuck",
+                    finished_at=tx.now,
+                    error={"code": "step_stuck", "message": "the step ran for too long"},
+                )
+                for (step_id,) in rows
+            ]
+
+        return await self.transact(stuck)
+
+    async def expire_waits(self, now: float) -> list[Step]:
+        """`ask_user` steps whose deadline passed become `timed_out`."""
+
+        def expire(tx: Tx) -> list[Step]:
+            rows = tx.execute(
+                "SELECT id FROM steps WHERE status = 'running' AND action_type = 'ask_user'"
+                " AND deadline_at IS NOT NULL AND deadline_at < ?",
+                (now,),
+            ).fetchall()
+            return [
+                _update(tx, step_id, status="timed_out", finished_at=tx.now) for (step_id,) in rows
+            ]
+
+        return await self.transact(expire)
+
+    async def answer_ask_user(self, session_id: str, message_id: str) -> list[Step]:
+        """The user wrote again: a waiting `ask_user` step has its answer."""
+
+        def answer(tx: Tx) -> list[Step]:
+            rows = tx.execute(
+                "SELECT id FROM steps WHERE session_id = ? AND status = 'running'"
+                " AND action_type = 'ask_user'",
+                (session_id,),
+            ).fetchall()
+            return [
+                _update(
+                    tx,
+                    step_id,
+                    status="succeeded",
+                    finished_at=tx.now,
+                    result={"message_id": message_id},
+                )
+                for (step_id,) in rows
+            ]
+
+        return await self.transact(answer)
+
+    async def for_session(
+        self, tenant_id: str, session_id: str, turn_id: str | None = None
+    ) -> list[Step]:
+        sql = "SELECT * FROM steps WHERE tenant_id = ? AND session_id = ?"
+        params: list[Any] = [tenant_id, session_id]
+        if turn_id is not None:
+            sql += " AND turn_id = ?"
+            params.append(turn_id)
+        rows = await self.db.fetchall(sql + " ORDER BY created_at, seq", params)
+        return [Step.from_row(r) for r in rows]
+
+    async def get(self, tenant_id: str, session_id: str, step_id: str) -> Step | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM steps WHERE id = ? AND tenant_id = ? AND session_id = ?",
+            (step_id, tenant_id, session_id),
+        )
+        return None if row is None else Step.from_row(row)

@@ -1,0 +1,247 @@
+"""Records the steps of one turn as it runs: every model call and tool call becomes a traced
+Step; independent reads of one model response form a batch step with its members.
+
+The recorder also implements the executor's `ToolEvents`, wrapping the turn's event emitter,
+so a tool call's step and its `tool.*` events move together.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import ServiceError
+from app.llm.gateway import ModelReply, RequestedToolCall
+from app.observability import metrics
+from app.storage.approvals import Approval
+from app.storage.steps import NewStep, Step, StepStatus, StepStore, TurnRef
+from app.tools.executor import ToolEvents
+from app.tools.results import ToolResult
+from app.tools.shaping import Redactor
+from app.tools.spec import ToolSpec
+
+log = logging.getLogger(__name__)
+
+MODEL_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "tool_calls": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "arguments"],
+                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            },
+        },
+    },
+}
+
+
+class StepQueueFull(ServiceError):
+    code = "step_queue_full"
+    status = 429
+
+
+def _status_of(result: ToolResult) -> StepStatus:
+    if result.status != "error":
+        return "succeeded"
+    if result.error is not None and result.error.code == "timeout":
+        return "timed_out"
+    return "failed"
+
+
+@dataclass
+class StepRecorder:
+    store: StepStore
+    turn: TurnRef
+    inner: ToolEvents
+    max_depth: int = 50
+    redactor: Redactor = field(default_factory=Redactor)
+    _call_steps: dict[str, Step] = field(default_factory=dict)
+    _waits: dict[str, Step] = field(default_factory=dict)
+    _batch: str | None = None
+    _batch_left: set[str] = field(default_factory=set)
+
+    # -- model calls ----------------------------------------------------------------------------
+
+    async def model_started(self, round_no: int, model: str, tools: list[ToolSpec], n: int) -> Step:
+        queued, refused = await self.store.enqueue(
+            self.turn,
+            [
+                NewStep(
+                    key=f"model:{round_no}",
+                    action_type="generate_response",
+                    name=model,
+                    input_context={"messages": n, "tools": [t.name for t in tools]},
+                    expected_output_schema=MODEL_OUTPUT_SCHEMA,
+                )
+            ],
+            self.max_depth,
+        )
+        if refused:
+            raise StepQueueFull(
+                f"the session's step queue is full ({self.max_depth} steps)",
+                max_depth=self.max_depth,
+            )
+        return await self.store.start(queued[0].id)
+
+    async def model_finished(self, step: Step, reply: ModelReply, offered: list[str]) -> None:
+        problems = []
+        for call in reply.tool_calls:
+            if call.name not in offered:
+                problems.append(f"{call.name} is not an offered tool")
+        result = {
+            "text": reply.text[:2000],
+            "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
+            "finish_reason": reply.finish_reason,
+        }
+        await self.store.finish(
+            step.id,
+            "succeeded",
+            result=result,
+            model=reply.model,
+            input_tokens=reply.prompt_tokens,
+            output_tokens=reply.completion_tokens,
+            validation={"valid": not problems, "errors": problems},
+        )
+        metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
+
+    async def model_failed(self, step: Step, code: str, message: str) -> None:
+        status: StepStatus = "timed_out" if code in ("llm_timeout",) else "failed"
+        await self.store.finish(step.id, status, error={"code": code, "message": message})
+        metrics.STEPS.labels(action_type="generate_response", status=status).inc()
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def queue_calls(
+        self,
+        round_no: int,
+        calls: list[RequestedToolCall],
+        specs: dict[str, ToolSpec],
+        reads: list[str],
+    ) -> list[RequestedToolCall]:
+        """Queue a step per call (reads of the batch under a batch step); returns the calls that
+        did not fit in the queue."""
+        parent: str | None = None
+        if len(reads) > 1:
+            batch, _ = await self.store.enqueue(
+                self.turn,
+                [
+                    NewStep(
+                        key=f"batch:{round_no}",
+                        action_type="batch",
+                        name="parallel_reads",
+                        input_context={"calls": reads},
+                        status="running",
+                    )
+                ],
+                self.max_depth,
+            )
+            parent = batch[0].id
+        new = []
+        for call in calls:
+            spec = specs.get(call.name)
+            new.append(
+                NewStep(
+                    key=f"tool:{call.id}",
+                    action_type="call_tool",
+                    name=call.name,
+                    input_context={
+                        "call_id": call.id,
+                        "arguments": self.redactor.text(call.arguments)[:4000],
+                    },
+                    expected_output_schema=spec.output_schema if spec else None,
+                    parent_id=parent if call.id in reads else None,
+                )
+            )
+        queued, _refused = await self.store.enqueue(self.turn, new, self.max_depth)
+        by_key = {s.key: s for s in queued}
+        overflow = []
+        for call in calls:
+            step = by_key.get(f"tool:{call.id}")
+            if step is None:
+                overflow.append(call)
+            else:
+                self._call_steps[call.id] = step
+        self._batch = parent
+        self._batch_left = {c for c in reads if c in self._call_steps}
+        return overflow
+
+    async def started(self, call: RequestedToolCall) -> None:
+        step = self._call_steps.get(call.id)
+        if step is not None:
+            self._call_steps[call.id] = await self.store.start(step.id)
+        await self.inner.started(call)
+
+    async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
+        step = self._call_steps.get(call.id)
+        if step is not None:
+            status = _status_of(result)
+            schema = step.expected_output_schema is not None
+            invalid = result.error is not None and result.error.code == "invalid_output"
+            await self.store.finish(
+                step.id,
+                status,
+                result=result.to_dict() if result.status != "error" else None,
+                error=None if result.error is None else result.error.to_dict(),
+                tool_duration_ms=result.metadata.get("duration_ms"),
+                validation={"schema": schema, "valid": not invalid}
+                if schema
+                else {"schema": False},
+            )
+            metrics.STEPS.labels(action_type="call_tool", status=status).inc()
+            await self._batch_member_done(call.id)
+        await self.inner.completed(call, result)
+
+    async def _batch_member_done(self, call_id: str) -> None:
+        if call_id not in self._batch_left:
+            return
+        self._batch_left.discard(call_id)
+        if not self._batch_left and self._batch is not None:
+            await self.store.finish(self._batch, "succeeded")
+            metrics.STEPS.labels(action_type="batch", status="succeeded").inc()
+            self._batch = None
+
+    @staticmethod
+    def store_now() -> float:
+        return time.time()
+
+    # -- waiting for a person -------------------------------------------------------------------
+
+    async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None:
+        queued, _ = await self.store.enqueue(
+            self.turn,
+            [
+                NewStep(
+                    key=f"approval:{approval.id}",
+                    action_type="wait_for_event",
+                    name="approval",
+                    input_context={"approval_id": approval.id, "tool": approval.tool},
+                    status="running",
+                    deadline_at=approval.expires_at,
+                )
+            ],
+            self.max_depth,
+        )
+        self._waits[approval.id] = queued[0]
+        call_step = self._call_steps.get(call.id)
+        if call_step is not None:  # waiting for a person is not running: the watchdog leaves it
+            self._call_steps[call.id] = await self.store.update(call_step.id, status="queued")
+
+    async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None:
+        step = self._waits.pop(approval.id, None)
+        if step is None:
+            return
+        status: StepStatus = {"approved": "succeeded", "expired": "timed_out"}.get(
+            approval.status, "failed"
+        )  # type: ignore[assignment]
+        await self.store.finish(step.id, status, result={"decision": approval.status})
+        # The tool itself starts now, not when it was first asked for.
+        call_step = self._call_steps.get(call.id)
+        if call_step is not None and approval.status == "approved":
+            self._call_steps[call.id] = await self.store.update(
+                call_step.id, status="running", started_at=self.store_now()
+            )
