@@ -10,7 +10,7 @@ from pathlib import Path
 import pycrfsuite
 
 from app.nlu.manifest import NLUModelError
-from app.nlu.normalise import normalise
+from app.nlu.normalise import TRACKING_NUMBER, normalise
 from app.nlu.slot_features import decode, sentence_features
 from app.nlu.text import Token, fold
 from app.nlu.types import Slot
@@ -36,14 +36,31 @@ class SlotTagger:
 
     def extract(self, text: str, tokens: Sequence[Token], today: date) -> list[Slot]:
         """Slots with normalised values; spans whose text is not a valid value are dropped."""
+        spans = decode(tokens, self.labels(text, tokens))
         slots = []
-        for name, start, end in decode(tokens, self.labels(text, tokens)):
+        for name, start, end in spans + _unmistakable(tokens, spans):
             surface = text[start:end]
             value = normalise(name, surface, today)
             if value is not None:
                 slots.append(Slot(name=name, value=value, start=start, end=end, text=surface))
-        return slots
+        return sorted(slots, key=lambda s: s.start)
 
     def close(self) -> None:
         with self._lock:
             self._tagger.close()
+
+
+def _unmistakable(
+    tokens: Sequence[Token], spans: list[tuple[str, int, int]]
+) -> list[tuple[str, int, int]]:
+    """Emails and carrier tracking numbers the tagger left out: their form alone says what
+    they are, in any context (a bare "SF123456789CN" answering "which parcel?")."""
+    extra = []
+    for token in tokens:
+        if any(start < token.end and token.start < end for _, start, end in spans):
+            continue
+        if token.kind == "email":
+            extra.append(("email", token.start, token.end))
+        elif token.kind == "word" and TRACKING_NUMBER.fullmatch(token.text.upper()):
+            extra.append(("tracking_number", token.start, token.end))
+    return extra

@@ -91,3 +91,20 @@ def test_empty_and_overlong_input(nlu: NLUPipeline) -> None:
     result = nlu.parse(long)
     assert len(result.text) == 2000
     assert result.intent == "order_status"
+
+
+def test_bare_slot_answers(nlu: NLUPipeline) -> None:
+    # What a customer types when asked "which order / parcel / phone / email?"
+    assert nlu.parse("SF123456789CN").slot("tracking_number") == "SF123456789CN"
+    assert nlu.parse("sf123456789cn").slot("tracking_number") == "SF123456789CN"
+    assert nlu.parse("202405201234").slot("order_id") == "202405201234"
+    assert nlu.parse("13800138000").slot("phone") == "13800138000"
+    assert nlu.parse("Li.Lei@Example.com").slot("email") == "li.lei@example.com"
+
+
+def test_unmistakable_forms_are_kept_in_any_context(nlu: NLUPipeline) -> None:
+    text = "嗯 EA987654321CN 还有 zz.top@mail.example.org 哈"
+    assert [(s.name, s.value) for s in nlu.parse(text).slots] == [
+        ("tracking_number", "EA987654321CN"),
+        ("email", "zz.top@mail.example.org"),
+    ]
