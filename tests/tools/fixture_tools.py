@@ -78,3 +78,12 @@ async def notify_partner(ctx: ToolContext, to: str, message: str) -> dict[str, A
 
 async def bad_output(ctx: ToolContext) -> dict[str, Any]:
     return {"unexpected": "shape"}
+
+
+async def hang_write(ctx: ToolContext, text: str) -> dict[str, Any]:
+    """A write that hangs while REC.hang is set (a stuck downstream system)."""
+    REC.log.append(("hang_write", "start", time.monotonic()))
+    if REC.hang:
+        await asyncio.sleep(3600)
+    REC.side_effects.append({"text": text, "key": ctx.idempotency_key})
+    return {"saved": text}

@@ -1,0 +1,291 @@
+"""The step machine through the service: traces, batches, queue depth, watchdog, ask_user
+timeouts, and resuming a failed turn from a step without repeating side effects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.api.testing import LiveService, serve, stream_turn
+from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.observability import metrics
+from tests.api.test_sessions import assert_error
+from tests.conftest import new_session
+from tests.tools.fixture_tools import REC
+
+FIXTURE_TOOLS = Path(__file__).parents[1] / "tools" / "fixture_tools.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    REC.reset()
+
+
+@pytest.fixture
+async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
+    async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as service:
+        yield service
+
+
+async def steps_of(svc: LiveService, session_id: str) -> list[dict[str, Any]]:
+    response = await svc.client.get(f"/v1/sessions/{session_id}/steps")
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+async def post(svc: LiveService, session_id: str, content: str) -> Any:
+    return await svc.client.post(f"/v1/sessions/{session_id}/messages", json={"content": content})
+
+
+async def test_traces_and_the_batch_of_parallel_reads(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(
+            ToolCall("slow_read", {"key": "a"}, id="r1"),
+            ToolCall("write_note", {"text": "n"}, id="w1"),
+            ToolCall("slow_read", {"key": "b"}, id="r2"),
+        ),
+        Reply("done", usage=(40, 3)),
+    )
+    session_id = await new_session(svc)
+    assert (await post(svc, session_id, "go")).status_code == 200
+    steps = await steps_of(svc, session_id)
+    by_key = {s["key"]: s for s in steps}
+    assert [s["key"] for s in steps] == [
+        "model:0",
+        "batch:0",
+        "tool:r1",
+        "tool:w1",
+        "tool:r2",
+        "model:1",
+    ]
+    assert all(s["status"] == "succeeded" for s in steps)
+    batch = by_key["batch:0"]
+    assert batch["action_type"] == "batch" and batch["input_context"]["calls"] == ["r1", "r2"]
+    assert by_key["tool:r1"]["parent_id"] == batch["id"] == by_key["tool:r2"]["parent_id"]
+    assert by_key["tool:w1"]["parent_id"] is None
+    read = by_key["tool:r1"]
+    assert read["action_type"] == "call_tool" and read["name"] == "slow_read"
+    assert read["trace"]["tool_duration_ms"] >= 100  # the handler sleeps 150 ms
+    assert read["result"]["data"] == {"key": "a", "value": "value of a"}
+    answer = by_key["model:1"]
+    assert answer["action_type"] == "generate_response"
+    assert answer["trace"]["model"] == "test-model"
+    assert answer["trace"]["input_tokens"] == 40 and answer["trace"]["output_tokens"] == 3
+    assert answer["trace"]["validation"] == {"valid": True, "errors": []}
+    assert by_key["model:0"]["result"]["tool_calls"][0]["name"] == "slow_read"
+    # The batch started before the write, and the write ran after both reads ended.
+    assert batch["trace"]["started_at"] <= by_key["tool:w1"]["trace"]["started_at"]
+    assert by_key["tool:w1"]["trace"]["started_at"] >= max(
+        by_key["tool:r1"]["trace"]["finished_at"], by_key["tool:r2"]["trace"]["finished_at"]
+    )
+
+
+async def test_the_queue_refuses_depth_over_its_limit(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(*[ToolCall("write_note", {"text": f"n{i}"}, id=f"w{i}") for i in range(5)]),
+        Reply("some were refused"),
+    )
+    async with serve(make_settings(tools_file=FIXTURE_TOOLS, step_queue_max_depth=3)) as svc:
+        session_id = await new_session(svc)
+        assert (await post(svc, session_id, "five notes")).status_code == 200
+        steps = await steps_of(svc, session_id)
+    tool_steps = [s for s in steps if s["action_type"] == "call_tool"]
+    assert [s["key"] for s in tool_steps] == ["tool:w0", "tool:w1", "tool:w2"]
+    assert [s["text"] for s in REC.side_effects] == ["n0", "n1", "n2"]
+    results = [
+        json.loads(m["content"]) for m in fake_llm.requests[1].messages if m["role"] == "tool"
+    ]
+    assert [r.get("error", {}).get("code") for r in results][3:] == [
+        "step_queue_full",
+        "step_queue_full",
+    ]
+
+
+async def test_the_watchdog_ends_a_turn_stuck_in_a_hanging_tool(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    REC.hang = True
+    fake_llm.enqueue(ToolCalls(ToolCall("hang_write", {"text": "x"}, id="h1")))
+    settings = make_settings(
+        tools_file=FIXTURE_TOOLS, step_stuck_after_s=0.3, watchdog_interval_s=0.05
+    )
+    stuck_before = metrics.STUCK_STEPS._value.get()
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        events = await asyncio.wait_for(stream_turn(svc.client, session_id, "save it"), 20)
+        assert events[-1].event == "turn.failed"
+        assert events[-1].data["code"] == "step_stuck"
+        steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+        assert steps["tool:h1"]["status"] == "stuck"
+        assert metrics.STUCK_STEPS._value.get() == stuck_before + 1
+        fake_llm.enqueue(Reply("still here"))
+        assert (await post(svc, session_id, "hello?")).json()["message"]["content"] == "still here"
+
+
+async def test_an_unanswered_question_times_out_into_its_fallback(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("请问您的订单号是多少？"))
+    settings = make_settings(
+        tools_file=FIXTURE_TOOLS, ask_user_timeout_s=0.2, watchdog_interval_s=0.05
+    )
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        await post(svc, session_id, "我的订单到哪了")
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            asks = [s for s in await steps_of(svc, session_id) if s["action_type"] == "ask_user"]
+            if asks and asks[0]["status"] == "timed_out":
+                break
+            assert asyncio.get_running_loop().time() < deadline, asks
+            await asyncio.sleep(0.05)
+        messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
+        assert messages[-1]["role"] == "assistant"
+        assert messages[-1]["metadata"]["kind"] == "ask_user_timeout"
+        assert "人工客服" in messages[-1]["content"]
+
+
+async def test_answering_a_question_completes_the_ask_user_step(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("What is your order number?"), Reply("Thanks."))
+    session_id = await new_session(svc)
+    await post(svc, session_id, "where is my order")
+    asks = [s for s in await steps_of(svc, session_id) if s["action_type"] == "ask_user"]
+    assert asks[0]["status"] == "running" and asks[0]["trace"]["deadline_at"]
+    second = (await post(svc, session_id, "202405201234")).json()
+    asks = [s for s in await steps_of(svc, session_id) if s["action_type"] == "ask_user"]
+    assert asks[0]["status"] == "succeeded"
+    assert asks[0]["result"] == {"message_id": second["user_message_id"]}
+
+
+async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(ToolCall("write_note", {"text": "refund approved"}, id="w1")),
+        Fail(500),
+        Fail(500),  # llm_retries=1: the second model call fails for good
+    )
+    session_id = await new_session(svc)
+    failed = await post(svc, session_id, "note the refund")
+    assert_error(failed, 502, "llm_unavailable")
+    steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+    assert steps["tool:w1"]["status"] == "succeeded"
+    assert steps["model:1"]["status"] == "failed"
+    assert steps["model:1"]["error"]["code"] == "llm_unavailable"
+
+    fake_llm.enqueue(Reply("Your note is saved."))
+    url = f"/v1/sessions/{session_id}/steps/{steps['model:1']['id']}/retry"
+    events = []
+    async with svc.client.stream("POST", url, headers={"Accept": "text/event-stream"}) as response:
+        assert response.status_code == 200
+        from app.api.testing import read_events
+
+        async for event in read_events(response, until="turn.completed"):
+            events.append(event)
+    assert events[0].event == "turn.started"
+    assert events[0].data["resumed_from_step"] == steps["model:1"]["id"]
+    assert events[-1].data["turn_id"] == failed.json()["error"]["details"]["turn_id"]
+    assert len(REC.side_effects) == 1  # the write was not repeated
+    retried = fake_llm.requests[-1].messages
+    assert retried[-1]["role"] == "tool" and retried[-1]["tool_call_id"] == "w1"
+    steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+    assert steps["model:1"]["status"] == "succeeded" and steps["model:1"]["attempts"] == 2
+    messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[-1]["content"] == "Your note is saved."
+    # The session continues normally.
+    fake_llm.enqueue(Reply("Anything else?"))
+    assert (await post(svc, session_id, "thanks")).status_code == 200
+
+
+async def test_retry_a_stuck_tool_step_runs_it_again_once(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    REC.hang = True
+    fake_llm.enqueue(ToolCalls(ToolCall("hang_write", {"text": "x"}, id="h1")))
+    settings = make_settings(
+        tools_file=FIXTURE_TOOLS, step_stuck_after_s=0.3, watchdog_interval_s=0.05
+    )
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        await asyncio.wait_for(stream_turn(svc.client, session_id, "save it"), 20)
+        stuck = {s["key"]: s for s in await steps_of(svc, session_id)}["tool:h1"]
+        REC.hang = False  # the downstream system is back
+        fake_llm.enqueue(Reply("Saved now."))
+        response = await svc.client.post(f"/v1/sessions/{session_id}/steps/{stuck['id']}/retry")
+        assert response.status_code == 202
+        turn_id = response.json()["turn_id"]
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+            if steps.get("model:1", {}).get("status") == "succeeded":
+                break
+            assert asyncio.get_running_loop().time() < deadline, steps
+            await asyncio.sleep(0.05)
+        assert steps["tool:h1"]["status"] == "succeeded" and steps["tool:h1"]["attempts"] == 2
+        assert [s["text"] for s in REC.side_effects] == ["x"]
+        messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
+        assert messages[-1]["content"] == "Saved now." and messages[-1]["turn_id"] == turn_id
+        assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_retry_is_refused_when_it_makes_no_sense(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("fine"))
+    session_id = await new_session(svc)
+    await post(svc, session_id, "hi")
+    step = (await steps_of(svc, session_id))[0]
+    url = f"/v1/sessions/{session_id}/steps/{step['id']}/retry"
+    assert_error(await svc.client.post(url), 409, "step_not_retryable")
+    assert_error(
+        await svc.client.post(f"/v1/sessions/{session_id}/steps/stp_nope/retry"),
+        404,
+        "step_not_found",
+    )
+    other = await new_session(svc)
+    assert_error(
+        await svc.client.post(f"/v1/sessions/{other}/steps/{step['id']}/retry"),
+        404,
+        "step_not_found",
+    )
+
+
+async def test_approval_waits_are_steps(svc: LiveService, fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(
+        ToolCalls(
+            ToolCall("notify_partner", {"to": "a@partner.example", "message": "hi"}, id="n1")
+        ),
+        Reply("ok"),
+    )
+    session_id = await new_session(svc)
+    task = asyncio.create_task(post(svc, session_id, "tell them"))
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        waits = [s for s in await steps_of(svc, session_id) if s["action_type"] == "wait_for_event"]
+        if waits:
+            break
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.02)
+    assert waits[0]["status"] == "running"
+    call = next(s for s in await steps_of(svc, session_id) if s["key"] == "tool:n1")
+    assert call["status"] == "queued"  # waiting for a person, not running
+    approval_id = waits[0]["input_context"]["approval_id"]
+    await svc.client.post(
+        f"/v1/sessions/{session_id}/approvals/{approval_id}", json={"decision": "approve"}
+    )
+    assert (await task).status_code == 200
+    steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+    assert steps[f"approval:{approval_id}"]["status"] == "succeeded"
+    assert steps["tool:n1"]["status"] == "succeeded"
