@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.conversation.tokens import estimate_tokens
 from app.llm.local.templates import ASK
 from app.llm.local.transcript import Outcome
 
@@ -28,6 +29,7 @@ TOOL_INTENTS = frozenset(TOOL_OF)
 
 # Asked slots answered by whatever the user writes next, rather than by an extracted slot.
 FREE_TEXT = frozenset({"address", "summary"})
+_DETAILED = 12  # estimated tokens: about 12 Chinese characters or 9 English words
 
 _FIELD_WORDS = (  # order matters: "邮箱地址" / "email address" is an email
     ("email", re.compile(r"邮箱|邮件|e-?mail", re.I)),
@@ -168,7 +170,9 @@ def _track(memory: Memory, done: Done) -> Need | Call:
 
 def _complaint(memory: Memory) -> Need | Call:
     summary = " ".join(t for t in memory.texts if t)[:500].strip()
-    if len(summary) < 5:
+    # "我要投诉" / "I want to complain" says nothing a ticket could use: ask once for details.
+    vague = estimate_tokens(summary) < _DETAILED and "summary" not in memory.answers
+    if len(summary) < 5 or vague:
         return Need("summary")
     args: dict[str, Any] = {"category": "complaint", "summary": summary}
     order_id = memory.get("order_id")

@@ -473,3 +473,13 @@ def test_tool_arguments_are_json_serialisable_and_follow_the_contract(
     decision = decide(parser, user(f"我的订单{ORDER}到哪了"))
     assert isinstance(decision, CallTool)
     assert json.loads(json.dumps(decision.arguments)) == {"order_id": ORDER}
+
+
+def test_a_detailed_complaint_is_logged_at_once() -> None:
+    parser = ScriptedParser()
+    text = "The courier was rude and left my parcel outside in the rain"
+    parser.add(text, "complaint")
+    decision = decide(parser, user(text))
+    assert decision == CallTool(
+        "create_ticket", {"category": "complaint", "summary": text}, "complaint"
+    )

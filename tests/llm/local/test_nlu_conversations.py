@@ -1,0 +1,231 @@
+"""Whole conversations with the real NLU pipeline (trained models in models/nlu) deciding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pytest
+
+from app.llm.gateway import ModelRequest, collect
+from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig
+from app.llm.local import templates as t
+from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
+from app.llm.local.provider import LOCAL_MODEL, register
+from app.nlu.pipeline import NLUPipeline
+from app.settings import PROJECT_ROOT
+from tests.llm.local.chat import (
+    ALL_TOOLS,
+    SHIPMENT,
+    SHIPPED_ORDER,
+    assistant,
+    failure,
+    success,
+    tool_call,
+    tool_result,
+    user,
+)
+
+MODEL_DIR = PROJECT_ROOT / "models" / "nlu"
+ORDER = "202405201234"
+
+
+@pytest.fixture(scope="module")
+def nlu() -> Iterator[NLUPipeline]:
+    pipeline = NLUPipeline.load(MODEL_DIR, today=lambda: date(2024, 5, 22))
+    yield pipeline
+    pipeline.close()
+
+
+@dataclass
+class Chat:
+    """Plays the turn loop: tool calls are answered from `results` (by tool name)."""
+
+    policy: DialoguePolicy
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def say(self, text: str) -> Decision:
+        self.messages.append(user(text))
+        for round_no in range(8):
+            decision = self.policy.decide(self.messages, ALL_TOOLS)
+            if not isinstance(decision, CallTool):
+                self.messages.append(assistant(decision.text))
+                return decision
+            self.calls.append((decision.name, decision.arguments))
+            call_id = f"call_{len(self.calls)}_{round_no}"
+            self.messages.append(tool_call(decision.name, decision.arguments, call_id))
+            self.messages.append(tool_result(call_id, self.results[decision.name]))
+        raise AssertionError(f"no answer after 8 rounds: {self.calls}")
+
+
+def chat(nlu: NLUPipeline, **results: dict[str, Any]) -> Chat:
+    return Chat(DialoguePolicy(nlu), results)
+
+
+@pytest.mark.parametrize(
+    ("opening", "lang", "status"),
+    [("我的订单到哪了", "zh", "已发货"), ("Where is my order?", "en", "is shipped")],
+)
+def test_order_status_asks_for_the_number_then_answers_from_the_result(
+    nlu: NLUPipeline, opening: str, lang: str, status: str
+) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER))
+    assert c.say(opening) == AskForSlot(
+        t.ASK["order_status"]["order_id"][lang], "order_status", "order_id"
+    )
+    reply = c.say(ORDER)
+    assert c.calls == [("query_order_status", {"order_id": ORDER})]
+    assert isinstance(reply, Reply) and reply.intent == "order_status"
+    assert ORDER in reply.text and status in reply.text and "SF123456789CN" in reply.text
+
+
+@pytest.mark.parametrize(
+    ("opening", "answer", "lang"),
+    [("我要退款", f"订单号是{ORDER}", "zh"), ("I want a refund", f"It is {ORDER}", "en")],
+)
+def test_an_answer_to_the_question_continues_the_refund(
+    nlu: NLUPipeline, opening: str, answer: str, lang: str
+) -> None:
+    # Alone, the answer reads as an order-status question; after the question it is the
+    # order number for the refund.
+    data = {
+        "refund_id": "RF1",
+        "order_id": ORDER,
+        "amount": 299.0,
+        "currency": "CNY",
+        "status": "approved",
+    }
+    c = chat(nlu, request_refund=success(data))
+    assert c.say(opening) == AskForSlot(
+        t.ASK["refund_request"]["order_id"][lang], "refund_request", "order_id"
+    )
+    reply = c.say(answer)
+    assert c.calls == [("request_refund", {"order_id": ORDER})]
+    assert isinstance(reply, Reply) and "RF1" in reply.text
+
+
+def test_tracking_a_parcel_by_its_number_in_chinese(nlu: NLUPipeline) -> None:
+    c = chat(nlu, track_shipment=success(SHIPMENT))
+    first = c.say("我的快递到哪了")
+    assert isinstance(first, AskForSlot) and first.slot == "tracking_or_order"
+    reply = c.say("SF123456789CN")
+    assert c.calls == [("track_shipment", {"tracking_number": "SF123456789CN"})]
+    assert isinstance(reply, Reply) and reply.text.startswith("您的包裹")
+
+
+def test_tracking_by_order_number_goes_through_the_order(nlu: NLUPipeline) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER), track_shipment=success(SHIPMENT))
+    first = c.say("Track my package")
+    assert isinstance(first, AskForSlot)
+    reply = c.say(ORDER)
+    assert [name for name, _ in c.calls] == ["query_order_status", "track_shipment"]
+    assert isinstance(reply, Reply) and "in transit" in reply.text
+
+
+def test_a_missing_order_is_reported_not_invented(nlu: NLUPipeline) -> None:
+    c = chat(nlu, query_order_status=failure("order_not_found", "no such order"))
+    reply = c.say(f"我的订单{'202405209999'}到哪了")
+    assert reply == Reply("没有找到订单 202405209999，请核对订单号后再告诉我。", "order_status")
+
+
+def test_password_reset_in_english(nlu: NLUPipeline) -> None:
+    data = {"status": "reset_link_sent", "channel": "sms", "masked_phone": "138****8000"}
+    c = chat(nlu, reset_password=success(data))
+    first = c.say("I forgot my password")
+    assert isinstance(first, AskForSlot) and first.slot == "phone"
+    reply = c.say("13800138000")
+    assert c.calls == [("reset_password", {"phone": "13800138000"})]
+    assert reply == Reply(
+        "A password reset link has been sent by SMS to 138****8000.", "password_reset"
+    )
+
+
+def test_changing_the_phone_number_in_chinese(nlu: NLUPipeline) -> None:
+    data = {"field": "phone", "status": "updated", "masked_value": "139****5678"}
+    c = chat(nlu, update_contact_info=success(data))
+    first = c.say("我想改一下手机号")
+    assert first == AskForSlot(t.ASK["update_contact"]["phone"]["zh"], "update_contact", "phone")
+    reply = c.say("13912345678")
+    assert c.calls == [("update_contact_info", {"field": "phone", "value": "13912345678"})]
+    assert reply == Reply("您的手机号已更新为 139****5678。", "update_contact")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("你好", Reply(t.GREETING["zh"], "greeting")),
+        ("Hi", Reply(t.GREETING["en"], "greeting")),
+        ("再见", Reply(t.GOODBYE["zh"], "goodbye")),
+        ("转人工", Handoff(t.HANDOFF["human_handoff"]["zh"], "human_handoff")),
+        ("I want to talk to a human", Handoff(t.HANDOFF["human_handoff"]["en"], "human_handoff")),
+        ("what is the weather", Handoff(t.HANDOFF["out_of_scope"]["en"], "out_of_scope")),
+    ],
+)
+def test_replies_without_tools(nlu: NLUPipeline, text: str, expected: Decision) -> None:
+    assert chat(nlu).say(text) == expected
+
+
+async def test_the_provider_serves_the_real_pipeline(nlu: NLUPipeline) -> None:
+    register(nlu)
+    gateway = LiteLLMGateway(ModelConfig(LOCAL_MODEL), retries=0)
+    tools = [
+        {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+        for name in sorted(ALL_TOOLS)
+    ]
+    asked = await collect(
+        gateway.stream(ModelRequest(messages=[user("我的订单到哪了")], tools=tools))
+    )
+    assert asked.text == t.ASK["order_status"]["order_id"]["zh"]
+    messages = [user("我的订单到哪了"), assistant(asked.text), user(ORDER)]
+    call = await collect(gateway.stream(ModelRequest(messages=messages, tools=tools)))
+    assert [(c.name, c.arguments) for c in call.tool_calls] == [
+        ("query_order_status", '{"order_id": "202405201234"}')
+    ]
+
+
+def test_a_vague_complaint_asks_what_happened_then_logs_it(nlu: NLUPipeline) -> None:
+    data = {"ticket_id": "TK-9", "status": "open", "category": "complaint", "priority": "normal"}
+    c = chat(nlu, create_ticket=success(data))
+    first = c.say("I want to file a complaint")
+    assert first == AskForSlot(t.ASK["complaint"]["summary"]["en"], "complaint", "summary")
+    reply = c.say("The courier was rude and left my parcel outside in the rain")
+    summary = (
+        "I want to file a complaint The courier was rude and left my parcel outside in the rain"
+    )
+    assert c.calls == [("create_ticket", {"category": "complaint", "summary": summary})]
+    assert reply == Reply(
+        "I've logged your complaint as ticket TK-9; we'll follow up soon.", "complaint"
+    )
+
+
+def test_a_return_in_chinese(nlu: NLUPipeline) -> None:
+    data = {
+        "return_id": "RT-1",
+        "order_id": "202405201235",
+        "status": "created",
+        "label_url": "https://example.com/labels/RT-1.pdf",
+    }
+    c = chat(nlu, request_return=success(data))
+    first = c.say("我要退货")
+    assert first == AskForSlot(
+        t.ASK["return_request"]["order_id"]["zh"], "return_request", "order_id"
+    )
+    reply = c.say("202405201235")
+    assert c.calls == [("request_return", {"order_id": "202405201235"})]
+    assert isinstance(reply, Reply) and "RT-1" in reply.text and "RT-1.pdf" in reply.text
+
+
+def test_changing_the_email_in_english(nlu: NLUPipeline) -> None:
+    data = {"field": "email", "status": "updated", "masked_value": "n***@example.com"}
+    c = chat(nlu, update_contact_info=success(data))
+    first = c.say("I want to change my email")
+    assert first == AskForSlot(t.ASK["update_contact"]["email"]["en"], "update_contact", "email")
+    reply = c.say("new.mail@example.com")
+    assert c.calls == [("update_contact_info", {"field": "email", "value": "new.mail@example.com"})]
+    assert reply == Reply(
+        "Your email address has been updated to n***@example.com.", "update_contact"
+    )
