@@ -41,6 +41,7 @@ _ASKED_WORDS = (  # for questions the offline model did not write itself (a remo
     ("order_id", re.compile(r"订单号|订单编号|order (number|id)", re.I)),
     ("phone", re.compile(r"手机号|电话号码|phone number|mobile number", re.I)),
     ("email", re.compile(r"邮箱|e-?mail address", re.I)),
+    ("amount", re.compile(r"金额|多少钱|how much|what (smaller )?amount", re.I)),
 )
 _QUESTION = re.compile(
     r"[?？]|请提供|请告诉|请输入|请核对|请确认|could you|can you|please (give|provide|send|check)",
@@ -132,8 +133,7 @@ def plan(intent: str, memory: Memory, done: Done) -> Need | Call:
         case "track_shipment":
             return _track(memory, done)
         case "refund_request":
-            amount = _amount(memory.thread.get("amount"))
-            return _with_order("request_refund", memory, {"amount": amount} if amount else {})
+            return _refund(memory, done)
         case "return_request":
             return _with_order("request_return", memory, {})
         case "password_reset":
@@ -149,6 +149,26 @@ def plan(intent: str, memory: Memory, done: Done) -> Need | Call:
 def _with_order(tool: str, memory: Memory, extra: dict[str, Any]) -> Need | Call:
     order_id = memory.get("order_id")
     return Call(tool, {"order_id": order_id, **extra}) if order_id else Need("order_id")
+
+
+def _refund(memory: Memory, done: Done) -> Need | Call:
+    amount = _amount(memory.thread.get("amount"))
+    first = _with_order("request_refund", memory, {"amount": amount} if amount else {})
+    if amount or not isinstance(first, Call):
+        return first
+    # Without an amount the whole order is refunded, but above 500 the tool wants the amount
+    # stated (so the approval rule sees it): take it from the order itself.
+    refused = done(first.name, first.arguments)
+    if refused is None or refused.error_code != "amount_required":
+        return first
+    lookup = Call("query_order_status", {"order_id": first.arguments["order_id"]})
+    order = done(lookup.name, lookup.arguments)
+    if order is None:
+        return lookup
+    total = order.data.get("total_amount") if isinstance(order.data, dict) else None
+    if order.status == "success" and isinstance(total, int | float) and total > 0:
+        return Call("request_refund", {**first.arguments, "amount": float(total)})
+    return first  # answered from the refusal: it asks the user for the amount
 
 
 def _track(memory: Memory, done: Done) -> Need | Call:

@@ -12,7 +12,21 @@ from app.llm.local.transcript import Exchange, Outcome
 
 _FORMATTER = string.Formatter()
 _MONEY = {"amount", "total_amount"}
-_INVALID = {"invalid_arguments", "malformed_arguments"}
+_INVALID = {"invalid_arguments", "malformed_arguments", "invalid_value", "invalid_amount"}
+# The tool could not answer now (flow control, timeouts, crashes): "try again later" fits.
+# Any other error code is a refusal by a business rule, where it would not.
+_UNAVAILABLE = {
+    "timeout",
+    "tool_failed",
+    "tool_gave_up",
+    "internal_error",
+    "invalid_output",
+    "unknown_tool",
+    "not_executed",
+    "circuit_open",
+    "rate_limited",
+    "mcp_tool_error",
+}
 
 
 def render(segments: list[str], values: dict[str, str], lang: Lang) -> str:
@@ -33,7 +47,9 @@ def outcome_kind(outcome: Outcome) -> str:
         return "not_found"
     if code in _INVALID:
         return "invalid"
-    return "error"
+    if not code or code in _UNAVAILABLE or code.endswith("_unavailable"):
+        return "error"
+    return "refused"
 
 
 def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
@@ -41,16 +57,24 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
     kind = outcome_kind(outcome)
     args = {k: _plain(k, v) for k, v in (exchange.arguments or {}).items()}
     values = {k: v for k, v in args.items() if v}
+    field = t.CONTACT_FIELD.get(args.get("field", ""))
+    if field:
+        values["field_name"] = field[lang]
     if kind == "success" and isinstance(outcome.data, dict):
         values.update(_success_values(intent, outcome.data, lang))
-    elif kind == "fallback":
-        values["message"] = _fallback_message(outcome.data)
     elif kind == "invalid":
         slot = next((k for k in args if k in t.SLOT_NAME), None)
-        values["slot_name"] = t.SLOT_NAME[slot][lang] if slot else t.SLOT_NAME["value"][lang]
-    segments = t.RESULT.get(intent, {}).get(kind) or t.RESULT_DEFAULT[kind]
+        name = field or (t.SLOT_NAME[slot] if slot else t.SLOT_NAME["value"])
+        values["slot_name"] = name[lang]
+    segments = (
+        t.ERROR_CODE.get(outcome.error_code)
+        or t.RESULT.get(intent, {}).get(kind)
+        or t.RESULT_DEFAULT[kind]
+    )
     text = render(segments[lang], values, lang)
-    return text or render(t.RESULT_DEFAULT["success"][lang], {}, lang)
+    return text or render(
+        t.RESULT_DEFAULT["success" if kind == "success" else "refused"][lang], {}, lang
+    )
 
 
 def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, str]:
@@ -104,11 +128,3 @@ def _latest_event(events: Any) -> str:
     latest = max(dated, key=lambda e: str(e.get("time") or ""))
     parts = (_plain("", latest.get(k)) for k in ("time", "location", "description"))
     return " ".join(p for p in parts if p)
-
-
-def _fallback_message(data: Any) -> str:
-    if isinstance(data, str):
-        return data.strip()
-    if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return str(data["message"]).strip()
-    return ""

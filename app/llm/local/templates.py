@@ -128,7 +128,8 @@ CONTACT_FIELD: dict[str, Text] = {
     "address": {"zh": "地址", "en": "address"},
 }
 
-# intent -> outcome -> segments. Outcomes: success, not_found, invalid, error, fallback.
+# intent -> outcome -> segments. Outcomes: success, not_found, invalid, error (the tool could
+# not answer now), refused (a business rule said no), fallback.
 RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
     "order_status": {
         "success": {
@@ -207,13 +208,6 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
             "zh": ["重置密码的链接已通过短信发送到 {masked_phone}，请查收。"],
             "en": ["A password reset link has been sent by SMS to {masked_phone}."],
         },
-        "error": {
-            "zh": ["抱歉，没能为您重置密码。请确认这是账户绑定的手机号，或者我为您转接人工客服。"],
-            "en": [
-                "Sorry, I couldn't reset the password. Please check that this is the number on "
-                "your account, or I can pass you to a human agent."
-            ],
-        },
     },
     "complaint": {
         "success": {
@@ -249,12 +243,86 @@ RESULT_DEFAULT: dict[str, dict[Lang, list[str]]] = {
             "pass you to a human agent."
         ],
     },
-    "fallback": {
-        "zh": ["抱歉，暂时无法获取实时信息。", "{message}", "请稍后再试。"],
+    "refused": {
+        "zh": ["抱歉，这项请求目前无法办理。如需进一步帮助，我可以为您转接人工客服。"],
         "en": [
-            "Sorry, live information isn't available right now.",
-            "{message}",
-            "Please try again later.",
+            "Sorry, this request can't be carried out. If you need more help, I can pass you to "
+            "a human agent."
+        ],
+    },
+    # The tool's own fallback message is an instruction for a model, not for the customer: it
+    # is not passed on.
+    "fallback": {
+        "zh": ["抱歉，暂时无法获取实时信息，请稍后再试，或者我为您转接人工客服。"],
+        "en": [
+            "Sorry, live information isn't available right now. Please try again later, or I "
+            "can pass you to a human agent."
+        ],
+    },
+}
+
+# Refusals by the tools' business rules, by error code (any intent).
+ERROR_CODE: dict[str, dict[Lang, list[str]]] = {
+    "phone_mismatch": {
+        "zh": ["这个手机号与账户绑定的号码不一致。请提供您注册账户时使用的手机号。"],
+        "en": [
+            "That number doesn't match the one on the account. Could you give me the mobile "
+            "number you registered with?"
+        ],
+    },
+    "order_not_paid": {
+        "zh": ["订单 {order_id} 还没有付款，无需退款。"],
+        "en": ["Order {order_id} hasn't been paid yet, so there is nothing to refund."],
+    },
+    "order_not_refundable": {
+        "zh": ["订单 {order_id} 当前的状态不能再申请退款。"],
+        "en": ["Order {order_id} can't be refunded in its current state."],
+    },
+    "amount_required": {
+        "zh": ["订单 {order_id} 金额超过500，需要人工审核。请告诉我需要退款的具体金额。"],
+        "en": [
+            "Order {order_id} is over 500, so a colleague has to review the refund. How much "
+            "should be refunded?"
+        ],
+    },
+    "amount_exceeds_total": {
+        "zh": ["退款金额不能超过订单总额。请告诉我一个不超过订单总额的退款金额。"],
+        "en": ["A refund can't be more than the order total. What amount should be refunded?"],
+    },
+    "amount_exceeds_refundable": {
+        "zh": [
+            "这个订单已有部分金额退款或正在审核，剩余可退金额不足。请告诉我一个更小的退款金额。"
+        ],
+        "en": [
+            "Part of this order has already been refunded or is under review, so less is left "
+            "to refund. What smaller amount should be refunded?"
+        ],
+    },
+    "order_not_returnable": {
+        "zh": ["只有已签收的订单才能退货，订单 {order_id} 目前还不能退货。"],
+        "en": ["Only delivered orders can be returned; order {order_id} isn't delivered yet."],
+    },
+    "return_already_requested": {
+        "zh": ["订单 {order_id} 已经申请过退货，无需重复申请。"],
+        "en": ["A return already exists for order {order_id}."],
+    },
+    "value_unchanged": {
+        "zh": ["您的{field_name}已经是这个了，无需修改。"],
+        "en": ["Your {field_name} is already set to that."],
+    },
+    "value_not_allowed": {
+        "zh": ["这个{field_name}不能用于您的账户，请提供另一个。"],
+        "en": ["That {field_name} can't be used for your account. Could you give me another one?"],
+    },
+    "approval_rejected": {
+        "zh": ["抱歉，这项操作没有通过人工审核，未能办理。"],
+        "en": ["Sorry, a colleague declined this request, so it wasn't carried out."],
+    },
+    "approval_expired": {
+        "zh": ["这项操作需要同事审核，但还没有得到确认，因此尚未办理。"],
+        "en": [
+            "This needs a colleague's approval and hasn't been confirmed yet, so it hasn't been "
+            "carried out."
         ],
     },
 }

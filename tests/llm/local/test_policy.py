@@ -259,12 +259,115 @@ def test_a_tool_error_gets_the_error_reply(parser: ScriptedParser) -> None:
     assert decision == Reply(t.RESULT_DEFAULT["error"]["zh"][0], "order_status")
 
 
-def test_a_fallback_result_says_so_and_passes_its_message_on(parser: ScriptedParser) -> None:
-    body = {"status": "fallback", "data": {"message": "Order service is under maintenance."}}
+def test_a_fallback_result_says_so_without_passing_on_instructions(parser: ScriptedParser) -> None:
+    # A tool's fallback message is written for a model ("Tell the customer ..."), not for them.
+    message = "The order system is unavailable. Tell the customer to try again later."
+    body = {"status": "fallback", "data": {"message": message}}
     decision = decide(parser, *order_turn(f"Where is order {ORDER}?", body))
+    assert decision == Reply(t.RESULT_DEFAULT["fallback"]["en"][0], "order_status")
+
+
+@pytest.mark.parametrize(
+    ("code", "lang", "expected"),
+    [
+        ("order_not_returnable", "zh", f"只有已签收的订单才能退货，订单 {ORDER} 目前还不能退货。"),
+        (
+            "order_not_returnable",
+            "en",
+            f"Only delivered orders can be returned; order {ORDER} isn't delivered yet.",
+        ),
+        ("return_already_requested", "en", f"A return already exists for order {ORDER}."),
+        ("some_new_rule", "zh", t.RESULT_DEFAULT["refused"]["zh"][0]),
+        ("circuit_open", "en", t.RESULT_DEFAULT["error"]["en"][0]),
+        ("email_unavailable", "en", t.RESULT_DEFAULT["error"]["en"][0]),
+    ],
+)
+def test_refusals_say_why_and_outages_say_try_later(code: str, lang: str, expected: str) -> None:
+    parser = ScriptedParser()
+    opening = f"我要退货，订单{ORDER}" if lang == "zh" else f"I want to return order {ORDER}"
+    parser.add(opening, "return_request", order_id=ORDER)
+    messages = [
+        user(opening),
+        tool_call("request_return", {"order_id": ORDER}),
+        tool_result("call_1", failure(code)),
+    ]
+    assert decide(parser, *messages) == Reply(expected, "return_request")
+
+
+def test_a_phone_mismatch_asks_again_and_the_answer_is_used() -> None:
+    parser = ScriptedParser()
+    parser.add("我忘记密码了，手机号13800138001", "password_reset", phone="13800138001")
+    parser.add("13800138000", "password_reset", 0.96, phone="13800138000")
+    policy = DialoguePolicy(parser)
+    messages = [
+        user("我忘记密码了，手机号13800138001"),
+        tool_call("reset_password", {"phone": "13800138001"}),
+        tool_result("call_1", failure("phone_mismatch")),
+    ]
+    mismatch = policy.decide(messages, ALL_TOOLS)
+    assert mismatch == Reply(t.ERROR_CODE["phone_mismatch"]["zh"][0], "password_reset")
+    messages += [assistant(mismatch.text), user("13800138000")]
+    decision = policy.decide(messages, ALL_TOOLS)
+    assert decision == CallTool("reset_password", {"phone": "13800138000"}, "password_reset")
+
+
+def test_a_refund_above_the_limit_takes_the_amount_from_the_order() -> None:
+    parser = ScriptedParser()
+    parser.add(f"我要退款，订单{ORDER}", "refund_request", order_id=ORDER)
+    big_order = {**SHIPPED_ORDER, "total_amount": 899.0}
+    refund = {
+        "refund_id": "RF00000001",
+        "order_id": ORDER,
+        "amount": 899.0,
+        "currency": "CNY",
+        "status": "pending_review",
+    }
+    policy = DialoguePolicy(parser)
+    messages = [user(f"我要退款，订单{ORDER}")]
+    answers = iter([failure("amount_required"), success(big_order), success(refund)])
+    calls = []
+    for round_no in range(5):
+        decision = policy.decide(messages, ALL_TOOLS)
+        if not isinstance(decision, CallTool):
+            break
+        calls.append((decision.name, decision.arguments))
+        messages += [
+            tool_call(decision.name, decision.arguments, f"call_{round_no}"),
+            tool_result(f"call_{round_no}", next(answers)),
+        ]
+    assert calls == [
+        ("request_refund", {"order_id": ORDER}),
+        ("query_order_status", {"order_id": ORDER}),
+        ("request_refund", {"order_id": ORDER, "amount": 899.0}),
+    ]
     assert isinstance(decision, Reply)
-    assert "isn't available right now" in decision.text
-    assert "Order service is under maintenance." in decision.text
+    assert "RF00000001" in decision.text and "899.00 CNY" in decision.text
+    assert "待人工审核" in decision.text
+
+
+def test_a_refund_whose_order_cannot_be_read_asks_for_the_amount() -> None:
+    parser = ScriptedParser()
+    parser.add(f"Refund order {ORDER}", "refund_request", order_id=ORDER)
+    parser.add("Refund 899 yuan", "refund_request", 0.6, amount="899")
+    policy = DialoguePolicy(parser)
+    messages = [
+        user(f"Refund order {ORDER}"),
+        tool_call("request_refund", {"order_id": ORDER}, "call_1"),
+        tool_result("call_1", failure("amount_required")),
+        tool_call("query_order_status", {"order_id": ORDER}, "call_2"),
+        tool_result("call_2", failure("timeout")),
+    ]
+    ask = policy.decide(messages, ALL_TOOLS)
+    assert ask == Reply(
+        f"Order {ORDER} is over 500, so a colleague has to review the refund. "
+        "How much should be refunded?",
+        "refund_request",
+    )
+    messages += [assistant(ask.text), user("Refund 899 yuan")]
+    decision = policy.decide(messages, ALL_TOOLS)
+    assert decision == CallTool(
+        "request_refund", {"order_id": ORDER, "amount": 899.0}, "refund_request"
+    )
 
 
 def test_rejected_arguments_ask_the_user_to_check_the_value(parser: ScriptedParser) -> None:
