@@ -25,12 +25,13 @@ def _serve(args: argparse.Namespace) -> int:
     from app.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_json)
+    from app.nlu.manifest import NLUModelError
     from app.runtime import preflight
     from app.tools.loader import ToolsFileError
 
     try:
         preflight(settings)
-    except ToolsFileError as exc:
+    except (ToolsFileError, NLUModelError) as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)
@@ -55,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     from app.demo.cli import add_demo_data_command
+    from app.nlu.cli import register as register_nlu
 
     add_demo_data_command(sub)
+    register_nlu(sub)
     return parser
 
 

@@ -12,7 +12,7 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
-from app.api.routes import approvals, health, sessions, steps, tools, turns
+from app.api.routes import approvals, health, nlu, sessions, steps, tools, turns
 from app.llm.gateway import ChatModel
 from app.runtime import open_runtime
 from app.settings import Settings, load_settings
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(approvals.router)
     app.include_router(tools.router)
     app.include_router(steps.router)
+    app.include_router(nlu.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

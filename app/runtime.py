@@ -17,9 +17,14 @@ from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
+from app.conversation.understanding import DualChannel
 from app.demo.services import close_demo, open_demo
 from app.llm.gateway import ChatModel
 from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
+from app.llm.local.provider import LocalModelConfig, with_local_fallback
+from app.llm.local.provider import register as register_local_model
+from app.llm.local.provider import unregister as unregister_local_model
+from app.nlu.pipeline import NLUPipeline
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
@@ -58,6 +63,7 @@ class Runtime:
     approvals: ApprovalBroker
     steps: StepService
     watchdog: Watchdog
+    nlu: NLUPipeline
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -78,6 +84,8 @@ def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
 
 def build_model(settings: Settings) -> ChatModel:
     primary, fallbacks = model_configs(settings)
+    if settings.local_fallback:
+        fallbacks = with_local_fallback(primary, fallbacks)
     return LiteLLMGateway(
         primary, fallbacks, timeout_s=settings.llm_timeout_s, retries=settings.llm_retries
     )
@@ -134,9 +142,14 @@ def background(
     stack.push_async_callback(stop)
 
 
+def load_nlu(settings: Settings) -> NLUPipeline:
+    return NLUPipeline.load(settings.nlu_model_dir)
+
+
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
     load_tools(settings.tools_file, resolve=resolve_python)
+    load_nlu(settings).close()
 
 
 async def _sweep_idle(sessions: SessionStore, settings: Settings) -> None:
@@ -178,6 +191,10 @@ async def open_runtime(
         stack.push_async_callback(http.aclose)
         registry = build_registry(settings, http)
 
+        nlu = await asyncio.to_thread(load_nlu, settings)
+        stack.callback(nlu.close)
+        local = register_local_model(nlu, LocalModelConfig(settings.nlu_min_confidence))
+        stack.callback(unregister_local_model, local)
         if model is None:
             model = build_model(settings)
         stack.push_async_callback(model.aclose)
@@ -215,6 +232,7 @@ async def open_runtime(
             ),
             steps=steps,
             redactor=executor.redactor,
+            channel=DualChannel(nlu, settings.nlu_min_confidence),
         )
         manager = TurnManager(
             turns=turns,
@@ -264,5 +282,6 @@ async def open_runtime(
             approvals=approvals,
             steps=StepService(steps=steps, turns=turns, manager=manager, conversation=conversation),
             watchdog=watchdog,
+            nlu=nlu,
             model=model,
         )

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None
     fallback_models: CommaList = Field(default_factory=list)
+    # hermes/local answers last when every other model failed (a degraded answer, not a failure).
+    local_fallback: bool = True
     llm_timeout_s: float = Field(60.0, gt=0)
     llm_retries: int = Field(2, ge=0, le=10)
     max_tokens: int = Field(2000, ge=1)

@@ -67,6 +67,8 @@ def make_settings(tmp_path: Path, fake_llm: FakeLLMServer, demo_template: Path) 
             "model_api_base": fake_llm.url,
             "model_api_key": "sk-test",
             "llm_retries": 1,
+            # Tests of failures need failures; the local fallback has tests of its own.
+            "local_fallback": False,
             "llm_timeout_s": 10,
             "sse_keepalive_s": 15,
             "log_json": False,

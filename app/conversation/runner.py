@@ -11,6 +11,7 @@ from app.conversation.context import history_messages, system_messages
 from app.conversation.emitter import TurnEmitter
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun
 from app.conversation.tokens import estimate_tokens
+from app.conversation.understanding import DualChannel, Understanding
 from app.llm.gateway import RequestedToolCall
 from app.storage.messages import MessageStore
 from app.storage.records import Message, Snapshot, Turn
@@ -111,7 +112,9 @@ class TurnRunner:
         config: RunnerConfig,
         steps: StepStore | None = None,
         redactor: Redactor | None = None,
+        channel: DualChannel | None = None,
     ) -> None:
+        self.channel = channel or DualChannel(None, 1.0)
         self.steps = steps
         self.redactor = redactor or Redactor()
         self.turns = turns
@@ -144,11 +147,17 @@ class TurnRunner:
                 self.config.step_queue_max_depth,
                 self.redactor,
             )
+        understanding = self.channel.understand(user_text)
+        if understanding is not None and resume is None:
+            await self.turns.record_understanding(turn, understanding.event())
+        earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
+        note = self.channel.context_note(understanding, earlier_slots)
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
         run = TurnRun(
             messages=system_messages(self.config.system_prompt, snapshot)
+            + ([note] if note else [])
             + history_messages(history, leave_open=leave_open),
-            tools=self.registry.offered(),
+            tools=self.channel.tools_for(self.registry.offered(), understanding),
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
                 user_id=user_id,
@@ -172,7 +181,9 @@ class TurnRunner:
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=outcome.completion_tokens,
             metadata={"stopped": outcome.stopped, **outcome.metadata},
-            snapshot=lambda tx: self._update_snapshot(tx, turn, snapshot, user_text, transcript),
+            snapshot=lambda tx: self._update_snapshot(
+                tx, turn, snapshot, user_text, transcript, understanding
+            ),
         )
         if self.steps is not None and asks_the_user(outcome.text):
             await self.steps.enqueue(
@@ -193,7 +204,12 @@ class TurnRunner:
 
     @staticmethod
     def _update_snapshot(
-        tx: Tx, turn: Turn, snapshot: Snapshot | None, user_text: str, transcript: _Transcript
+        tx: Tx,
+        turn: Turn,
+        snapshot: Snapshot | None,
+        user_text: str,
+        transcript: _Transcript,
+        understanding: Understanding | None,
     ) -> None:
         fields: dict[str, Any] = {}
         if snapshot is None or not snapshot.active_goal:
@@ -203,5 +219,10 @@ class TurnRunner:
             fields["completed_steps"] = done[-_COMPLETED_STEPS_KEPT:]
         state = dict(snapshot.state) if snapshot else {}
         state["last_turn"] = turn.number
+        if understanding is not None:
+            state["intent"] = understanding.result.intent
+            slots = dict(state.get("slots", {}))
+            slots.update({s.name: s.value for s in understanding.result.slots})
+            state["slots"] = slots
         fields["state"] = state
         update_snapshot(tx, turn.session_id, **fields)

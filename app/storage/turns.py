@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from app.errors import QueueFull, SessionBusy
 from app.storage.messages import insert_message
-from app.storage.records import Message, Turn, new_id
+from app.storage.records import Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
 from app.storage.tx import Store, Tx
 
@@ -307,6 +307,24 @@ class TurnStore(Store):
             return [row["id"] for row in rows]
 
         return await self.transact(recover)
+
+    async def record_understanding(self, turn: Turn, data: dict[str, Any]) -> None:
+        """Store what the NLU made of the user's message on it, and announce it."""
+
+        def record(tx: Tx) -> None:
+            tx.execute(
+                "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
+                (dumps(data), turn.user_message_id),
+            )
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                "intent.classified",
+                {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
+                turn_id=turn.id,
+            )
+
+        await self.transact(record)
 
     async def add_followup(self, turn: Turn, text: str, metadata: dict[str, Any]) -> Message:
         """An assistant message the service adds on its own after a turn (e.g. when a question

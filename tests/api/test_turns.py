@@ -64,7 +64,9 @@ async def test_sse_turn_streams_typed_events(service: LiveService, fake_llm: Fak
     events = [e for e in everything if e.event != "step.updated"]
     types = [e.event for e in events]
     assert types[0] == "turn.started"
-    assert types[1:3] == ["tool.started", "tool.completed"]
+    assert types[1] == "intent.classified"
+    assert {"intent", "confidence", "ranking", "slots", "turn_id"} <= set(events[1].data)
+    assert types[2:4] == ["tool.started", "tool.completed"]
     assert types.count("message.delta") == 4
     assert types[-2:] == ["message.completed", "turn.completed"]
     ids = [int(e.id) for e in everything if e.id is not None]
@@ -74,7 +76,7 @@ async def test_sse_turn_streams_typed_events(service: LiveService, fake_llm: Fak
     deltas = [e.data for e in events if e.event == "message.delta"]
     assert set(deltas[0]) == {"turn_id", "text"}
     assert "".join(d["text"] for d in deltas) == "It is Sunday today."
-    started, completed = events[1].data, events[2].data
+    started, completed = events[2].data, events[3].data
     assert started["call_id"] == completed["call_id"] == "call_1"
     assert started["tool"] == completed["tool"] == "get_current_time"
     assert started["status"] == "running" and completed["status"] == "success"

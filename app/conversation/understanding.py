@@ -1,0 +1,72 @@
+"""The cheap, deterministic channel beside the model: what the NLU made of the user's message.
+
+It narrows the tools offered to the model to those serving the recognised intent (plus the
+always-on ones and tools that declare no intents), and hands the model the slots already
+extracted, this turn's and the session's earlier ones. A low-confidence parse narrows nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from app.nlu.types import Parser, ParseResult
+from app.tools.spec import ToolSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Understanding:
+    result: ParseResult
+    confident: bool
+
+    def event(self) -> dict[str, Any]:
+        return {**self.result.to_dict(), "confident": self.confident}
+
+
+class DualChannel:
+    def __init__(self, parser: Parser | None, min_confidence: float) -> None:
+        self.parser = parser
+        self.min_confidence = min_confidence
+
+    def understand(self, text: str) -> Understanding | None:
+        if self.parser is None or not text:
+            return None
+        try:
+            result = self.parser.parse(text)
+        except Exception:  # the model channel still works without it
+            log.exception("NLU parse failed")
+            return None
+        return Understanding(result, result.confidence >= self.min_confidence)
+
+    @staticmethod
+    def tools_for(tools: list[ToolSpec], understanding: Understanding | None) -> list[ToolSpec]:
+        if understanding is None or not understanding.confident:
+            return tools
+        intent = understanding.result.intent
+        return [t for t in tools if t.always_on or not t.intents or intent in t.intents]
+
+    @staticmethod
+    def context_note(
+        understanding: Understanding | None, earlier_slots: dict[str, str]
+    ) -> dict[str, Any] | None:
+        if understanding is None:
+            return None
+        result = understanding.result
+        now = {s.name: s.value for s in result.slots}
+        lines = [
+            "Automatic reading of the user's last message (may be wrong; the message wins):",
+            f"- intent: {result.intent} (confidence {result.confidence:.2f})",
+        ]
+        if now:
+            lines.append("- details in this message: " + _pairs(now))
+        before = {k: v for k, v in earlier_slots.items() if k not in now}
+        if before:
+            lines.append("- details given earlier in this conversation: " + _pairs(before))
+        return {"role": "system", "content": "\n".join(lines)}
+
+
+def _pairs(values: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
