@@ -1,7 +1,8 @@
 """The cheap, deterministic channel beside the model: what the NLU made of the user's message.
 
 It narrows the tools offered to the model to those serving the recognised intent (plus the
-always-on ones and tools that declare no intents), and hands the model the slots already
+always-on ones; tools that declare no intents count as serving `out_of_scope`), and hands the
+model the slots already
 extracted, this turn's and the session's earlier ones. A low-confidence parse narrows nothing.
 """
 
@@ -46,7 +47,12 @@ class DualChannel:
         if understanding is None or not understanding.confident:
             return tools
         intent = understanding.result.intent
-        return [t for t in tools if t.always_on or not t.intents or intent in t.intents]
+        # Tools that declare no intents (e.g. from MCP servers) are general-purpose: they serve
+        # what the call-centre intents do not cover.
+        general = intent == "out_of_scope"
+        return [
+            t for t in tools if t.always_on or intent in t.intents or (general and not t.intents)
+        ]
 
     @staticmethod
     def context_note(

@@ -161,11 +161,21 @@ class LiteLLMGateway:
             raise UpstreamLLMError(
                 f"the model's answer broke off: {_describe(exc)}", code="llm_stream_interrupted"
             ) from exc
-        yield StreamEnd(finish, model, prompt_tokens, completion_tokens)
+        yield StreamEnd(finish, _full_name(model, response), prompt_tokens, completion_tokens)
 
     async def aclose(self) -> None:
         # The router's HTTP clients live in LiteLLM's module-level cache; nothing to close here.
         return None
+
+
+def _full_name(model: str | None, response: Any) -> str | None:
+    """Custom providers' chunks carry the model without its provider (`local` for
+    `hermes/local`); LiteLLM keeps the full string on the stream."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    full = hidden.get("litellm_model_name") if isinstance(hidden, dict) else None
+    if model and isinstance(full, str) and "/" not in model and full.startswith("hermes/"):
+        return full
+    return model
 
 
 def _describe(exc: BaseException) -> str:
