@@ -23,8 +23,9 @@ STATED_CONTACT_CONFIDENCE = 0.8  # typed or dictated, not verified yet
 TOOL_CONFIDENCE = 1.0
 
 _SENTENCE = re.compile(r"[^。！!？?；;\n]+[。！!？?；;]?")
+_CLAUSE = re.compile(r"[^，,、]+")
 _DURABLE = re.compile(
-    r"以后|今后|往后|一直|总是|每次|默认|长期|永远|始终|一律|都用|都要|都发|都走|"
+    r"以后|今后|往后|从今|从现在(开始|起)|一直|总是|每次|默认|长期|永远|始终|一律|都用|都要|都发|都走|"
     r"\bfrom now on\b|\balways\b|\bevery time\b|\bby default\b|\bin (the )?future\b|"
     r"\bgoing forward\b|\bfrom here on\b"
 )
@@ -63,7 +64,9 @@ _PROPOSAL = re.compile(
     r"\bdo you want\b|\bi suggest\b|\bi can\b"
 )
 _EMAIL = re.compile(r"[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}")
-_PHONE = re.compile(r"(?<!\d)(\+?86[\s-]?)?1[3-9]\d{9}(?!\d)|(?<!\d)\+\d[\d\s-]{7,14}\d(?!\d)")
+_PHONE = re.compile(
+    r"(?<!\d)(\+?86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)|(?<!\d)\+\d[\d\s-]{7,14}\d(?!\d)"
+)
 _STATES_CONTACT = re.compile(r"我的|是|改成|换成|更新|\bmy\b|\bis\b|\bchange|\bupdate")
 _VERIFIED_FLAGS = ("verified", "confirmed", "updated")
 
@@ -142,8 +145,6 @@ def _keyed(key: str, value: str, confidence: float, source: str = "user") -> Dra
 
 
 def _transient(lowered: str) -> bool:
-    if _DURABLE.search(lowered):
-        return False
     return bool(_TRANSIENT.search(lowered) or _SMALL_TALK.search(lowered))
 
 
@@ -157,9 +158,9 @@ def _contacts(sentence: str, confidence: float) -> list[Draft]:
     return out
 
 
-def _preferences(sentence: str) -> list[Draft]:
+def _preferences(sentence: str, durable: bool = False) -> list[Draft]:
     lowered = normalize(sentence)
-    durable = bool(_DURABLE.search(lowered))
+    durable = durable or bool(_DURABLE.search(lowered))
     strong = bool(_STRONG_PREF.search(lowered))
     liked = bool(_LIKE.search(lowered))
     entities = find_entities(lowered)
@@ -261,11 +262,18 @@ def extract(facts: TurnFacts) -> Extraction:
         if _QUESTION.search(lowered):
             continue
         out.drafts.extend(_contacts(sentence, STATED_CONTACT_CONFIDENCE))
-        if _transient(lowered):
-            continue
-        out.drafts.extend(_preferences(sentence))
         if _DECISION.search(lowered):
             out.drafts.append(_node("decision", sentence))
+            continue
+        # Clause by clause: "我喜欢顺丰，今天想吃面" keeps the first and drops the second;
+        # "从现在开始，请用简体中文" carries "from now on" into the clauses after it.
+        durable = False
+        for clause in _CLAUSE.findall(sentence):
+            lowered_clause = normalize(clause)
+            durable = durable or bool(_DURABLE.search(lowered_clause))
+            if not durable and _transient(lowered_clause):
+                continue
+            out.drafts.extend(_preferences(clause, durable))
     out.drafts.extend(_confirmed_proposal(facts))
     return Extraction(_dedupe(out.drafts), out.evidence)
 

@@ -76,12 +76,22 @@ KEY_CUES: dict[str, tuple[str, ...]] = {
 
 # Keys and fact types a turn points at without naming them: by intent, or by a type word.
 INTENT_KEYS: dict[str, tuple[str, ...]] = {
-    "update_contact": ("contact.email", "contact.phone", "contact.address", "contact"),
-    "return_request": ("preference.courier", "decision"),
-    "refund_request": ("preference.invoice_format", "decision"),
+    "update_contact": (
+        "contact.email",
+        "contact.phone",
+        "contact.address",
+        "preference.contact_channel",
+    ),
+    "return_request": ("preference.courier",),
+    "refund_request": ("preference.invoice_format",),
     "track_shipment": ("preference.courier",),
-    "complaint": ("decision", "note"),
     "human_handoff": ("preference.language", "preference.contact_channel"),
+}
+INTENT_KINDS: dict[str, tuple[str, ...]] = {
+    "update_contact": ("contact",),
+    "return_request": ("decision",),
+    "refund_request": ("decision",),
+    "complaint": ("decision", "note"),
 }
 TYPE_CUES: dict[str, tuple[str, ...]] = {
     "decision": ("方案", "决定", "办法", "安排", "plan", "option", "decid", "agreed"),
@@ -169,9 +179,14 @@ def keys_cued(text: str) -> set[str]:
 
 
 def kinds_cued(text: str, intent: str | None = None) -> set[str]:
+    """Fact types the wording ("方案", "plan") or the intent points at."""
     lowered = normalize(text)
     found = {kind for kind, cues in TYPE_CUES.items() if any(cue in lowered for cue in cues)}
-    return found | set(INTENT_KEYS.get(intent or "", ()))
+    return found | set(INTENT_KINDS.get(intent or "", ()))
+
+
+def intent_keys(intent: str | None) -> set[str]:
+    return set(INTENT_KEYS.get(intent or "", ()))
 
 
 def query_terms(text: str, max_terms: int = 24) -> QueryTerms:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from app.memory.cues import recall_reason
 from app.memory.decay import DecayPolicy
 from app.memory.embeddings import Embedder, cosine, embed_one, unpack
-from app.memory.lexicon import find_entities, keys_cued, kinds_cued, query_terms
+from app.memory.lexicon import find_entities, intent_keys, keys_cued, kinds_cued, query_terms
 from app.memory.port import Recall
 from app.memory.queries import MemoryQueries
 from app.memory.records import MemoryItem, Scope
@@ -50,9 +50,12 @@ class Recaller:
             return Recall()
         terms = query_terms(text)
         keys = keys_cued(text)
+        implied = intent_keys(intent) - keys
         kinds = kinds_cued(text, intent)
         named = {e.value for e in find_entities(text)} | set(entities)
-        found = await self.queries.candidates(scope, terms, keys=keys, entities=named, kinds=kinds)
+        found = await self.queries.candidates(
+            scope, terms, keys=keys | implied, entities=named, kinds=kinds
+        )
         items = found.items
         semantic = await self._semantic(scope, text, items)
         if semantic:
@@ -62,6 +65,7 @@ class Recaller:
             units=terms.units,
             keys=frozenset(keys),
             entities=frozenset(named),
+            implied=frozenset(implied),
             kinds=frozenset(kinds),
         )
         scored = rank(

@@ -1,13 +1,14 @@
 """Hybrid recall scoring. Pure: candidates in, ranked and thresholded memories out.
 
-score = 0.35 * lexical + 0.30 * match + 0.10 * recency + 0.25 * decayed confidence
+score = 0.30 * lexical + 0.35 * match + 0.10 * recency + 0.25 * decayed confidence
 
-- lexical: BM25 (k1 1.2, b 0.75) over the query's units (latin words, CJK bigrams), normalised
-  by the score of a memory that holds each unit once, so it lies in [0, 1]. Term statistics
-  come from the user's own memories only: another tenant's data never moves a ranking. With an
-  embedding model configured, lexical is max(lexical, cosine).
-- match: 1 when the memory's key or entity is the one the query names, 0.6 when the intent or
-  a type word ("方案", "plan") points at its kind.
+- lexical: over the query's units (latin words, CJK bigrams), half coverage and half BM25
+  (k1 1.2, b 0.75) normalised by the score of a memory holding each unit once; in [0, 1].
+  Term statistics come from the user's own memories only: another user's or tenant's data
+  never moves a ranking. With an embedding model, lexical is max(lexical, cosine).
+- match: 1 when the memory's key or entity is the one the query names, 0.8 when the intent
+  implies its key (a return implies the courier), 0.5 when the intent or a type word ("方案",
+  "plan") points at its fact type.
 - recency: halves every two weeks since the last update.
 Each fact type has its own threshold around the configured one; at most top_k survive.
 """
@@ -22,7 +23,7 @@ from app.memory.decay import DecayPolicy, current_confidence, recallable, recenc
 from app.memory.lexicon import normalize
 from app.memory.records import MemoryItem
 
-W_LEXICAL, W_MATCH, W_RECENCY, W_CONFIDENCE = 0.35, 0.30, 0.10, 0.25
+W_LEXICAL, W_MATCH, W_RECENCY, W_CONFIDENCE = 0.30, 0.35, 0.10, 0.25
 _K1, _B = 1.2, 0.75
 
 
@@ -43,6 +44,7 @@ class RecallQuery:
     units: tuple[str, ...]
     keys: frozenset[str] = frozenset()  # keys the text names: a strong match
     entities: frozenset[str] = frozenset()
+    implied: frozenset[str] = frozenset()  # keys the intent implies
     kinds: frozenset[str] = frozenset()  # fact types the intent or wording points at
 
 
@@ -76,7 +78,10 @@ class Scored:
 
 
 def lexical_scores(units: Iterable[str], texts: list[str], collection_size: int) -> list[float]:
-    units = [normalize(u) for u in units if u]
+    """Half coverage (share of the query's units the text holds), half BM25 normalised over
+    the units some candidate holds: Chinese queries make bigrams that span two words ("诉快"),
+    which match nothing and would otherwise swamp the normalisation."""
+    units = list(dict.fromkeys(normalize(u) for u in units if u))
     if not units or not texts:
         return [0.0] * len(texts)
     lowered = [normalize(t) for t in texts]
@@ -85,13 +90,16 @@ def lexical_scores(units: Iterable[str], texts: list[str], collection_size: int)
     idf = {}
     for unit in units:
         df = sum(1 for t in lowered if unit in t)
-        idf[unit] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        if df:
+            idf[unit] = math.log(1 + (n - df + 0.5) / (df + 0.5))
     out = []
     for text in lowered:
         norm = _K1 * (1 - _B + _B * len(text) / avgdl)
-        got = sum(idf[u] * (tf * (_K1 + 1)) / (tf + norm) for u in units if (tf := text.count(u)))
-        ideal = sum(idf[u] * (_K1 + 1) / (1 + norm) for u in units)
-        out.append(min(1.0, got / ideal) if ideal > 0 else 0.0)
+        held = [u for u in idf if u in text]
+        got = sum(idf[u] * (text.count(u) * (_K1 + 1)) / (text.count(u) + norm) for u in held)
+        ideal = sum(idf[u] * (_K1 + 1) / (1 + norm) for u in idf)
+        bm25 = min(1.0, got / ideal) if ideal > 0 else 0.0
+        out.append(0.5 * len(held) / len(units) + 0.5 * bm25)
     return out
 
 
@@ -118,8 +126,10 @@ def rank(
             lex = max(lex, semantic.get(item.pk, 0.0))
         if item.key in query.keys or (item.entity is not None and item.entity in query.entities):
             match = 1.0
-        elif item.fact_type in query.kinds or item.key in query.kinds:
-            match = 0.6
+        elif item.key in query.implied:
+            match = 0.8
+        elif item.fact_type in query.kinds:
+            match = 0.5
         else:
             match = 0.0
         fresh = recency(item.updated_at, now, policy)

@@ -16,7 +16,7 @@ from typing import Any
 
 from app.memory import erase, store
 from app.memory.cues import is_denial, is_forget_command
-from app.memory.decay import DecayPolicy
+from app.memory.decay import DecayPolicy, current_confidence
 from app.memory.embeddings import Embedder, embed_one
 from app.memory.extract import Proposal, ToolEvidence, TurnFacts, extract, proposals_to_drafts
 from app.memory.lexicon import describe, find_entities, normalize
@@ -85,6 +85,10 @@ class MemoryService(Store):
         if entries is None:
             raise MemoryNotFound("no such memory", memory_id=memory_id)
         return entries
+
+    def effective_confidence(self, item: MemoryItem, now: float | None = None) -> float:
+        at = self.clock() if now is None else now
+        return current_confidence(item.confidence, item.last_confirmed_at, at, self.policy)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -280,30 +284,31 @@ class MemoryService(Store):
         said, denied = normalize(user_text), is_denial(user_text)
         mentioned = normalize(previous_assistant)
         now = self.clock()
+        actor = f"session:{session_id}"
 
         def job(tx: Tx) -> AfterTurn:
             out = AfterTurn()
-            for draft in drafts:
-                out.written.append(
-                    store.write_draft(
-                        tx, scope, draft, now=now, session_id=session_id,
-                        actor=f"session:{session_id}", policy=self.policy,
-                    )
-                )  # fmt: skip
+            # Earlier proposals first: this turn's words or tool results may prove them.
             for pending in store.proposals(tx, scope):
                 value = normalize(pending.value).strip()
                 if value and (value in found.evidence or value in said):
                     store.verify(
-                        tx, scope, pending, now=now, actor=f"session:{session_id}",
-                        reason="evidence", confidence=VERIFIED_CONFIDENCE, policy=self.policy,
+                        tx, scope, pending, now=now, actor=actor, reason="evidence",
+                        confidence=VERIFIED_CONFIDENCE, policy=self.policy,
                     )  # fmt: skip
                     out.verified.append(pending.id)
                 elif denied and value and value in mentioned:
                     store.set_status(
-                        tx, pending, "rejected", now=now, actor=f"session:{session_id}",
-                        reason="user_denied",
-                    )  # fmt: skip
+                        tx, pending, "rejected", now=now, actor=actor, reason="user_denied"
+                    )
                     out.rejected.append(pending.id)
+            for draft in drafts:
+                out.written.append(
+                    store.write_draft(
+                        tx, scope, draft, now=now, session_id=session_id, actor=actor,
+                        policy=self.policy,
+                    )
+                )  # fmt: skip
             return out
 
         return await self.transact(job)

@@ -15,6 +15,20 @@ from app.memory.port import AfterTurn, BeforeTurn, Recall
 from app.memory.records import Scope
 
 
+class FixedClock:
+    """A clock that moves only when told: decay and recency become exact in tests."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, *, seconds: float = 0.0, hours: float = 0.0, days: float = 0.0) -> float:
+        self.now += seconds + hours * 3600 + days * 86400
+        return self.now
+
+
 class FakeEmbedder:
     """Deterministic vectors: `table` entries verbatim, otherwise hashed character bigrams.
 

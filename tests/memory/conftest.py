@@ -1,0 +1,47 @@
+"""A real SQLite file with the memory migration, a fixed clock, and the service over them."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.memory.records import Scope
+from app.memory.service import MemoryService
+from app.memory.testing import FixedClock
+from app.settings import PROJECT_ROOT
+from app.storage.sqlite import Database
+
+MIGRATION = PROJECT_ROOT / "migrations" / "0003_memory.sql"
+
+ALICE = Scope("acme", "alice")
+BOB = Scope("acme", "bob")
+OTHER_TENANT_ALICE = Scope("globex", "alice")
+
+
+def memory_migrations(tmp_path: Path) -> Path:
+    """Only the memory migration: these tests don't depend on other areas' schemas."""
+    directory = tmp_path / "migrations"
+    directory.mkdir(exist_ok=True)
+    shutil.copy(MIGRATION, directory / MIGRATION.name)
+    return directory
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock()
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
+    await database.open()
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def memory(db: Database, clock: FixedClock) -> MemoryService:
+    return MemoryService(db, clock=clock)
