@@ -206,6 +206,7 @@ async def open_runtime(
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
         executor = build_executor(settings, registry, db, approvals, bus, services)
+        stack.push_async_callback(executor.guards.limiter.aclose)
         steps = StepStore(db, bus.publish)
         loop = AgentLoop(
             model,

@@ -27,7 +27,10 @@ def per_second(rate: float) -> RateLimitItem:
 class RateLimiter:
     def __init__(self, storage_uri: str = "memory://", namespace: str = "hermes") -> None:
         uri = storage_uri if storage_uri.startswith("async+") else f"async+{storage_uri}"
-        self._storage = storage_from_string(uri)
+        options: dict[str, str] = {}
+        if "redis" in uri.split("://", 1)[0]:
+            options["implementation"] = "redispy"  # the `redis` client this project pins
+        self._storage = storage_from_string(uri, **options)
         self._limiter = MovingWindowRateLimiter(self._storage)
         self._namespace = namespace
         self._items: dict[float, RateLimitItem] = {}
@@ -53,6 +56,13 @@ class RateLimiter:
             if time.monotonic() + wait > deadline:
                 return False
             await asyncio.sleep(wait)
+
+    async def aclose(self) -> None:
+        """Close the Redis connection pool, if there is one (memory storage holds nothing)."""
+        bridge = getattr(self._storage, "bridge", None)
+        client = getattr(bridge, "storage", None)
+        if client is not None and hasattr(client, "aclose"):
+            await client.aclose()
 
     async def reset(self) -> None:
         await self._storage.reset()  # type: ignore[misc]
