@@ -119,8 +119,6 @@ class LiteLLMGateway:
             kwargs["temperature"] = request.temperature
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
-        if request.metadata:
-            kwargs["metadata"] = request.metadata
         try:
             response = await self._router.acompletion(**kwargs)
         except Exception as exc:
