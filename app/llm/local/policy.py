@@ -126,6 +126,12 @@ class DialoguePolicy:
             return Reply(t.GREETING[lang], "greeting")
         return Handoff(t.HANDOFF["out_of_scope"][lang], "out_of_scope")  # an unknown label
 
+    def understand_messages(self, messages: list[dict[str, Any]]) -> Understanding:
+        """The effective intent of a conversation's last user message, with continuation
+        applied: what tool narrowing should use (a bare "202405201235" after "which order
+        should be refunded?" is a refund, though alone it reads as an order-status question)."""
+        return self.understand(read(messages).user_turns)
+
     def understand(self, turns: list[UserTurn]) -> Understanding:
         u = Understanding()
         active: str | None = None  # the tool intent the conversation is currently serving

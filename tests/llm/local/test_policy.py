@@ -586,3 +586,15 @@ def test_a_detailed_complaint_is_logged_at_once() -> None:
     assert decision == CallTool(
         "create_ticket", {"category": "complaint", "summary": text}, "complaint"
     )
+
+
+def test_the_effective_intent_is_available_for_narrowing_tools() -> None:
+    parser = ScriptedParser()
+    parser.add("我要退款", "refund_request")
+    parser.add("202405201235", "order_status", 0.97, order_id="202405201235")
+    asked = t.ASK["refund_request"]["order_id"]["zh"]
+    policy = DialoguePolicy(parser)
+    u = policy.understand_messages([user("我要退款"), assistant(asked), user("202405201235")])
+    assert (u.intent, u.continued) == ("refund_request", True)
+    fresh = policy.understand_messages([user("202405201235")])
+    assert (fresh.intent, fresh.continued) == ("order_status", False)
