@@ -147,16 +147,17 @@ class TurnRunner:
                 self.config.step_queue_max_depth,
                 self.redactor,
             )
-        understanding = self.channel.understand(user_text)
+        leave_open = {c.id for c in resume.pending_calls} if resume else set()
+        chat = history_messages(history, leave_open=leave_open)
+        understanding = self.channel.understand(user_text, chat)
         if understanding is not None and resume is None:
             await self.turns.record_understanding(turn, understanding.event())
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         note = self.channel.context_note(understanding, earlier_slots)
-        leave_open = {c.id for c in resume.pending_calls} if resume else set()
         run = TurnRun(
             messages=system_messages(self.config.system_prompt, snapshot)
             + ([note] if note else [])
-            + history_messages(history, leave_open=leave_open),
+            + chat,
             tools=self.channel.tools_for(self.registry.offered(), understanding),
             scope=TurnScope(
                 tenant_id=turn.tenant_id,

@@ -8,10 +8,12 @@ extracted, this turn's and the session's earlier ones. A low-confidence parse na
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
 
+from app.llm.local.policy import DialoguePolicy
 from app.nlu.types import Parser, ParseResult
 from app.tools.spec import ToolSpec
 
@@ -31,12 +33,22 @@ class DualChannel:
     def __init__(self, parser: Parser | None, min_confidence: float) -> None:
         self.parser = parser
         self.min_confidence = min_confidence
+        self._policy = None if parser is None else DialoguePolicy(parser, min_confidence)
 
-    def understand(self, text: str) -> Understanding | None:
+    def understand(
+        self, text: str, conversation: list[dict[str, Any]] | None = None
+    ) -> Understanding | None:
+        """The parse of `text`; with the conversation, a bare answer to a question keeps the
+        intent that asked it (a lone "202405201235" after "which order should be refunded?"
+        is a refund, though on its own it reads as an order-status question)."""
         if self.parser is None or not text:
             return None
         try:
             result = self.parser.parse(text)
+            if conversation and self._policy is not None:
+                folded = self._policy.understand_messages(conversation)
+                if folded.continued and folded.intent != result.intent:
+                    return Understanding(dataclasses.replace(result, intent=folded.intent), True)
         except Exception:  # the model channel still works without it
             log.exception("NLU parse failed")
             return None

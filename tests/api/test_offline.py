@@ -144,3 +144,15 @@ async def test_a_provider_outage_degrades_to_the_local_model(
     assert events[-1].data["model"] == "hermes/local"
     assert "202405201234" in reply_text(events)
     assert len(fake_llm.requests) >= 2  # the remote model was tried (and retried) first
+
+
+async def test_a_bare_answer_continues_the_refund(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    first = await stream_turn(offline.client, session_id, "我要退款")
+    assert "订单号" in reply_text(first)
+    second = await stream_turn(offline.client, session_id, "202405201235")
+    intent = next(e for e in second if e.event == "intent.classified")
+    assert intent.data["intent"] == "refund_request"  # not order_status: it answered a question
+    tool = next(e for e in second if e.event == "tool.completed")
+    assert tool.data["tool"] == "request_refund" and tool.data["status"] == "success"
+    assert "202405201235" in reply_text(second)
