@@ -4,16 +4,18 @@ selections "forget" works on, and the sweeper's batches (archive, expire, purge)
 A hard delete removes the row; its history goes with it (foreign key cascade) and the FTS
 trigger writes the index's delete entry. FTS5 (SQLite 3.40 has no `secure-delete`) keeps the
 old postings in their segment until that segment is merged, so callers that erase content
-run `optimize_index` before they report success.
+merge the index (`merge_step`, in bounded steps) before they report success.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.memory.records import MemoryItem, Scope
-from app.memory.store import COLUMNS, history, key_hash
+from app.memory.store import COLUMNS, key_hash
 from app.storage.tx import Tx
 
 _OWNED = "tenant_id = ? AND user_id = ?"
@@ -55,9 +57,16 @@ def delete_items(
     return out
 
 
-def optimize_index(tx: Tx) -> None:
-    """Merge the FTS index into one segment: deleted postings are gone from the file."""
-    tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+def merge_step(tx: Tx, pages: int, *, start: bool) -> int:
+    """One bounded step of merging the FTS index. `start` begins a full merge (every segment
+    into one, so deleted postings leave the file); later steps continue it. Returns the
+    number of changes: fewer than 2 means there was nothing left to merge."""
+    before = tx.conn.total_changes
+    tx.execute(
+        "INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)",
+        (-pages if start else pages,),
+    )
+    return tx.conn.total_changes - before
 
 
 def matching(tx: Tx, scope: Scope, *, key: str | None, query: str | None) -> list[MemoryItem]:
@@ -90,80 +99,83 @@ def last_referenced(tx: Tx, scope: Scope, session_id: str) -> list[MemoryItem]:
 # -- the sweeper's batches --------------------------------------------------------------------
 
 
+def _retire(tx: Tx, pks: list[int], status: str, reason: str, now: float) -> None:
+    """Set `status` on a batch of rows with one history row each, in two statements."""
+    batch = json.dumps(pks)
+    tx.execute(
+        "INSERT INTO memory_history (memory_pk, tenant_id, user_id, action, old_status,"
+        " new_status, actor, reason, at) SELECT pk, tenant_id, user_id, ?, status, ?,"
+        " 'sweeper', ?, ? FROM memories WHERE pk IN (SELECT value FROM json_each(?))",
+        (status, status, reason, now, batch),
+    )
+    tx.execute(
+        "UPDATE memories SET status = ?, updated_at = ? WHERE pk IN"
+        " (SELECT value FROM json_each(?))",
+        (status, now, batch),
+    )
+
+
+def _pks(tx: Tx, sql: str, params: Sequence[Any]) -> list[int]:
+    return [int(row[0]) for row in tx.execute(sql, params).fetchall()]
+
+
 def archive_due(tx: Tx, now: float, limit: int) -> tuple[int, int]:
     """Archive up to `limit` active memories that decayed or expired; (decayed, expired)."""
-    expired = [
-        r[0]
-        for r in tx.execute(
-            "SELECT pk FROM memories WHERE status = 'active' AND valid_until <= ? LIMIT ?",
-            (now, limit),
-        ).fetchall()
-    ]
+    expired = _pks(
+        tx,
+        "SELECT pk FROM memories WHERE status = 'active' AND valid_until <= ? LIMIT ?",
+        (now, limit),
+    )
     seen = set(expired)
     decayed = [
-        r[0]
-        for r in tx.execute(
+        pk
+        for pk in _pks(
+            tx,
             "SELECT pk FROM memories WHERE status = 'active' AND decay_at <= ? LIMIT ?",
             (now, max(0, limit - len(expired))),
-        ).fetchall()
-        if r[0] not in seen
+        )
+        if pk not in seen
     ]
-    for reason, pks in (("expired", expired), ("decayed", decayed)):
-        for pk in pks:
-            row = tx.one(f"SELECT {COLUMNS} FROM memories WHERE pk = ?", (pk,))
-            assert row is not None
-            item = MemoryItem.from_row(row)
-            tx.execute(
-                "UPDATE memories SET status = 'archived', updated_at = ? WHERE pk = ?", (now, pk)
-            )
-            history(
-                tx,
-                item,
-                "archived",
-                now,
-                old_status="active",
-                new_status="archived",
-                actor="sweeper",
-                reason=reason,
-            )
+    _retire(tx, expired, "archived", "expired", now)
+    _retire(tx, decayed, "archived", "decayed", now)
     return len(decayed), len(expired)
 
 
 def reject_stale(tx: Tx, before: float, now: float, limit: int) -> int:
     """Proposals nobody verified in time are rejected (kept for audit, never recalled)."""
-    rows = tx.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE status = 'pending' AND updated_at < ? LIMIT ?",
+    pks = _pks(
+        tx,
+        "SELECT pk FROM memories WHERE status = 'pending' AND updated_at < ? LIMIT ?",
         (before, limit),
-    ).fetchall()
-    for row in rows:
-        item = MemoryItem.from_row(row)
-        tx.execute(
-            "UPDATE memories SET status = 'rejected', updated_at = ? WHERE pk = ?", (now, item.pk)
-        )
-        history(
-            tx,
-            item,
-            "rejected",
-            now,
-            old_status="pending",
-            new_status="rejected",
-            actor="sweeper",
-            reason="unverified",
-        )
-    return len(rows)
+    )
+    _retire(tx, pks, "rejected", "unverified", now)
+    return len(pks)
 
 
 def purge_due(
     tx: Tx, archived_before: float, rejected_before: float, now: float, limit: int
 ) -> list[Erased]:
     """Hard-delete archived and rejected memories past their retention."""
-    rows = tx.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE status = 'archived' AND updated_at < ? LIMIT ?",
+    pks = _pks(
+        tx,
+        "SELECT pk FROM memories WHERE status = 'archived' AND updated_at < ? LIMIT ?",
         (archived_before, limit),
+    )
+    pks += _pks(
+        tx,
+        "SELECT pk FROM memories WHERE status = 'rejected' AND updated_at < ? LIMIT ?",
+        (rejected_before, max(0, limit - len(pks))),
+    )
+    batch = json.dumps(pks)
+    rows = tx.execute(
+        "SELECT id, tenant_id, user_id, key FROM memories WHERE pk IN"
+        " (SELECT value FROM json_each(?))",
+        (batch,),
     ).fetchall()
-    rows += tx.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE status = 'rejected' AND updated_at < ? LIMIT ?",
-        (rejected_before, max(0, limit - len(rows))),
-    ).fetchall()
-    items = [MemoryItem.from_row(row) for row in rows]
-    return delete_items(tx, items, action="purged", actor="sweeper", reason="retention", now=now)
+    tx.conn.executemany(
+        "INSERT INTO memory_audit (tenant_id, user_id, memory_id, key_hash, action, actor,"
+        " reason, at) VALUES (?, ?, ?, ?, 'purged', 'sweeper', 'retention', ?)",
+        [(t, u, i, key_hash(Scope(t, u), k), now) for i, t, u, k in rows],
+    )
+    tx.execute("DELETE FROM memories WHERE pk IN (SELECT value FROM json_each(?))", (batch,))
+    return [Erased(i, t, u) for i, t, u, _ in rows]

@@ -41,6 +41,7 @@ def _escape_like(text: str) -> str:
 class MemoryQueries:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._owners: dict[tuple[str, str], int] = {}
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryItem | None:
         row = await self.db.fetchone(
@@ -87,19 +88,26 @@ class MemoryQueries:
         kinds: Iterable[str] = (),
     ) -> Candidates:
         """Active memories of the user that share a term, key, entity or kind with the query."""
+        owner = await self._owner(scope)
+        if owner is None:
+            return Candidates([], 0)
+        lo, hi = owner << SEQ_BITS, (owner + 1) << SEQ_BITS
         owned = [scope.tenant_id, scope.user_id]
         kinds = list(kinds)
-        keys, entities = [*keys, *kinds], list(entities)
+        keys, entities = list(keys), list(entities)
+        # The user's rows are the primary-key range [lo, hi); "+column" keeps the planner on
+        # that range (and on the index's rowids) instead of an index over every user's rows.
+        # Each source gives at most 64 candidates, newest first.
+        mine = "+tenant_id = ? AND +user_id = ? AND +status = 'active'"
         parts: list[str] = []
         params: list[Any] = []
         if terms.fts:
             parts.append(
                 f"SELECT {COLUMNS} FROM memories WHERE pk IN (SELECT rowid FROM memory_fts"
-                " WHERE memory_fts MATCH ? AND rowid >= (SELECT lo FROM owner)"
-                f" AND rowid < (SELECT hi FROM owner) LIMIT {_CANDIDATES})"
-                f" AND {_OWNED} AND status = 'active'"
+                " WHERE memory_fts MATCH ? AND rowid >= ? AND rowid < ?"
+                f" ORDER BY rowid DESC LIMIT {_CANDIDATES}) AND {mine}"
             )
-            params += [fts_query(terms.fts), *owned]
+            params += [fts_query(terms.fts), lo, hi, *owned]
         likes = [f"%{_escape_like(word)}%" for word in terms.short]
         ors = [f"key IN ({', '.join('?' for _ in keys)})"] if keys else []
         ors += [f"entity IN ({', '.join('?' for _ in entities)})"] if entities else []
@@ -107,23 +115,33 @@ class MemoryQueries:
         ors += ["search_text LIKE ? ESCAPE '\\'" for _ in likes]
         if ors:
             parts.append(
-                f"SELECT {COLUMNS} FROM memories WHERE pk >= (SELECT lo FROM owner)"
-                f" AND pk < (SELECT hi FROM owner) AND {_OWNED} AND status = 'active'"
-                f" AND ({' OR '.join(ors)})"
+                f"SELECT * FROM (SELECT {COLUMNS} FROM memories WHERE pk >= ? AND pk < ?"
+                f" AND {mine} AND ({' OR '.join(ors)}) ORDER BY pk DESC LIMIT {_CANDIDATES})"
             )
-            params += [*owned, *keys, *entities, *kinds, *likes]
+            params += [lo, hi, *owned, *keys, *entities, *kinds, *likes]
         if not parts:
             return Candidates([], 0)
         rows = await self.db.fetchall(
-            f"WITH owner AS (SELECT id << {SEQ_BITS} AS lo, (id + 1) << {SEQ_BITS} AS hi"
-            f" FROM memory_owners WHERE {_OWNED}),"
-            f" hits AS ({' UNION '.join(parts)} LIMIT {2 * _CANDIDATES})"
-            " SELECT hits.*, (SELECT count(*) FROM memories WHERE pk >= (SELECT lo FROM owner)"
-            " AND pk < (SELECT hi FROM owner) AND status = 'active') AS active_count FROM hits",
-            (*owned, *params),
+            f"WITH hits AS ({' UNION '.join(parts)})"
+            " SELECT hits.*, (SELECT count(*) FROM memories WHERE pk >= ? AND pk < ?"
+            f" AND {mine}) AS active_count FROM hits",
+            (*params, lo, hi, *owned),
         )
         items = [MemoryItem.from_row(row) for row in rows]
         return Candidates(items, int(rows[0]["active_count"]) if rows else 0)
+
+    async def _owner(self, scope: Scope) -> int | None:
+        """The user's owner id (its key range). Ids never change once given: cache them."""
+        key = (scope.tenant_id, scope.user_id)
+        owner = self._owners.get(key)
+        if owner is None:
+            row = await self.db.fetchone(
+                f"SELECT id FROM memory_owners WHERE {_OWNED}", (scope.tenant_id, scope.user_id)
+            )
+            if row is None:
+                return None
+            owner = self._owners[key] = int(row[0])
+        return owner
 
     async def vectors(self, scope: Scope) -> list[MemoryItem]:
         """The user's active memories that carry an embedding."""

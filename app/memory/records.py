@@ -139,5 +139,5 @@ class SweepReport:
     rejected: int = 0
     purged: int = 0
     batches: int = 0
-    index_optimized: bool = False
+    index_steps: int = 0  # write jobs that merged the full-text index
     purged_ids: list[str] = field(default_factory=list)

@@ -34,7 +34,7 @@ from app.memory.records import (
     Written,
 )
 from app.memory.scoring import ScoringConfig
-from app.memory.sweep import Retention, sweep
+from app.memory.sweep import Retention, compact_index, sweep
 from app.storage.sqlite import Database
 from app.storage.tx import Store, Tx
 
@@ -179,7 +179,7 @@ class MemoryService(Store):
                 raise MemoryNotFound("no such memory", memory_id=memory_id)
             return self._erase(tx, [item], "deleted", actor, reason)
 
-        await self.transact(job)
+        await self._erased(await self.transact(job))
 
     async def forget(
         self,
@@ -198,7 +198,7 @@ class MemoryService(Store):
             items = erase.matching(tx, scope, key=key, query=query)
             return self._erase(tx, items, "forgotten", actor, reason)
 
-        return [e.id for e in await self.transact(job)]
+        return [e.id for e in await self._erased(await self.transact(job))]
 
     async def forget_in_conversation(
         self, scope: Scope, session_id: str, text: str
@@ -213,16 +213,20 @@ class MemoryService(Store):
             items = erase.last_referenced(tx, scope, session_id)
             return self._erase(tx, items, "forgotten", f"session:{session_id}", "user_request")
 
-        return [e.id for e in await self.transact(job)]
+        return [e.id for e in await self._erased(await self.transact(job))]
 
     def _erase(
         self, tx: Tx, items: list[MemoryItem], action: str, actor: str, reason: str
     ) -> list[erase.Erased]:
-        erased = erase.delete_items(
+        return erase.delete_items(
             tx, items, action=action, actor=actor, reason=reason, now=self.clock()
         )
+
+    async def _erased(self, erased: list[erase.Erased]) -> list[erase.Erased]:
+        """Erasure is done only when no postings of the erased text are left in the index:
+        merge it (in short steps that let other writes in) before reporting success."""
         if erased:
-            erase.optimize_index(tx)  # no postings of the erased text stay in the index
+            await compact_index(self)
         return erased
 
     # -- the turn loop ----------------------------------------------------------------------
