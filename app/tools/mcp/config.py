@@ -197,6 +197,8 @@ def _server(
         def one(match: re.Match[str]) -> str:
             found = env.get(match[1])
             if found is None:
+                if not parsed.enabled:
+                    return ""  # a switched-off server may name variables this host lacks
                 raise McpConfigError(f"{where}: {what} refers to ${{{match[1]}}}, which is not set")
             masker.add(found)
             return found

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 from mcp import Client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
@@ -92,6 +93,7 @@ class ServerConnection:
         self._ready = asyncio.Event()
         self._refresh_wanted = asyncio.Event()
         self._reconnect_now = False
+        self._closing = False
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -101,10 +103,15 @@ class ServerConnection:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
 
     async def aclose(self) -> None:
+        self._closing = True
         task, self._task = self._task, None
-        if task is not None:
+        while task is not None and not task.done():
+            # anyio can swallow a cancellation that lands while one of its task groups is
+            # failing; ask again until the supervisor has really stopped.
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.wait({task}, timeout=1.0)
+        if task is not None and not task.cancelled() and task.exception() is not None:
+            log.error("MCP server %s: supervisor failed", self.name, exc_info=task.exception())
         if self.config.enabled:
             self.state = ConnectionState.CLOSED
 
@@ -133,13 +140,17 @@ class ServerConnection:
 
     async def _supervise(self) -> None:
         attempt = 0
-        while True:
+        while not self._closing:
             self.state = ConnectionState.CONNECTING
             was_up = False
             try:
                 was_up = await self._session()
             except Exception as exc:
+                if self._closing:
+                    break  # our own shutdown, whatever the SDK made of it
                 self._record_failure(exc)
+            if self._closing:
+                break
             if was_up:
                 attempt = 0
             delay = 0.0 if self._reconnect_now else self.options.backoff.delay(attempt)
@@ -176,7 +187,10 @@ class ServerConnection:
         try:
             with anyio.CancelScope() as connecting:
                 connecting.deadline = anyio.current_time() + self.options.connect_timeout_s
-                async with client:
+                async with client, anyio.create_task_group() as tg:
+                    if self._wants_listen(client):
+                        # Subscribe before listing, so no change falls between the two.
+                        await tg.start(self._listen, client, lost)
                     tools = await self._list_tools(client)
                     connecting.deadline = math.inf
                     self._adopt(client)
@@ -190,12 +204,9 @@ class ServerConnection:
                         len(tools),
                         extra=self._log_extra(),
                     )
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._refresher, client)
-                        if self._wants_listen(client):
-                            tg.start_soon(self._listen, client, lost)
-                        await lost.wait()
-                        tg.cancel_scope.cancel()
+                    tg.start_soon(self._refresher, client)
+                    await lost.wait()
+                    tg.cancel_scope.cancel()
             if connecting.cancelled_caught and not up:
                 raise TimeoutError(f"no answer within {self.options.connect_timeout_s:g}s")
         finally:
@@ -235,22 +246,36 @@ class ServerConnection:
             and bool(tools.list_changed)
         )
 
-    async def _listen(self, client: Client, lost: asyncio.Event) -> None:
+    async def _listen(
+        self,
+        client: Client,
+        lost: asyncio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """2026-07-28 servers send change notifications only on a `subscriptions/listen`
         stream. The events also reach `_on_message`; here the stream's end matters: it means
         the connection (or the server's state) is gone, so reconnect and list again."""
+        started = False
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                started = True
                 async for _event in subscription:
                     self._refresh_wanted.set()
         except (ListenNotSupportedError, MCPError) as exc:
             if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
                 self._set_lost(lost)
-                return
-            log.info("MCP server %s: no change notifications (%s)", self.name, self._mask(exc))
+            elif not started:
+                log.info("MCP server %s: no change notifications (%s)", self.name, self._mask(exc))
+            else:
+                self._set_lost(lost)
             return
         except Exception as exc:
             log.info("MCP server %s: change stream ended (%s)", self.name, self._mask(exc))
+        finally:
+            if not started:
+                task_status.started()
         self._set_lost(lost)
 
     async def _on_message(self, message: Any) -> None:

@@ -28,7 +28,7 @@ from app.tools.mcp.definitions import Definition, UnusableTool, build_spec
 from app.tools.mcp.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound
 from app.tools.mcp.health import Backoff
 from app.tools.mcp.results import adapt_result
-from app.tools.mcp.secrets import MaskingFilter, install_filter, remove_filter
+from app.tools.mcp.secrets import LogMasking
 from app.tools.mcp.store import (
     FIRST_SEEN,
     ApprovedDefinition,
@@ -99,24 +99,21 @@ class McpManager:
         }
         self.tools: dict[str, dict[str, ToolEntry]] = {name: {} for name in config.servers}
         self._approved: dict[str, dict[str, ApprovedDefinition]] = {}
-        self._filter: MaskingFilter | None = None
+        self._log_masking = LogMasking(config.masker)
         self._changed = asyncio.Event()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start connecting every enabled server in the background; returns at once."""
-        if self._filter is None:
-            self._filter = install_filter(self.config.masker)
+        self._log_masking.install()
         for conn in self.connections.values():
             conn.start()
 
     async def aclose(self) -> None:
         for conn in self.connections.values():
             await conn.aclose()
-        if self._filter is not None:
-            remove_filter(self._filter)
-            self._filter = None
+        self._log_masking.remove()
 
     async def wait_connected(self, server: str, timeout_s: float) -> bool:
         return await self._connection(server).wait_connected(timeout_s)

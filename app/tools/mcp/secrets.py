@@ -1,20 +1,18 @@
 """Secrets from the MCP configuration never reach a log or status line.
 
 Values expanded from `${VAR}` references, header values and secret-looking env values are
-registered here; `mask` replaces them in any text. The SDK and its HTTP client log URLs and
-exception texts on their own, so while MCP servers run, a filter on their loggers masks each
-record before any handler sees it.
+registered here; `mask` replaces them in any text, and `LogMasking` masks them in every log
+record while MCP servers run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 MASK = "****"
 _MIN_SECRET_LEN = 4  # shorter values would mask ordinary words and numbers
-# Loggers of the libraries that talk to MCP servers for us.
-LIBRARY_LOGGERS = ("mcp", "httpx2", "httpcore2", "httpx", "httpcore")
 
 
 class SecretMasker:
@@ -38,50 +36,43 @@ class SecretMasker:
         return text
 
 
-class MaskingFilter(logging.Filter):
-    """Rewrites a record's message with every known secret masked."""
+class LogMasking:
+    """While installed, every log record made in this process has the secrets masked: its
+    message, and the text of its exception. A record factory rather than logger filters,
+    because the SDK and its HTTP client create loggers lazily and log exception texts that
+    can carry URLs and headers."""
 
     def __init__(self, masker: SecretMasker) -> None:
-        super().__init__()
         self.masker = masker
+        self._previous: Callable[..., logging.LogRecord] = logging.LogRecord
+        self._active = False
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not self.masker:
-            return True
+    def install(self) -> None:
+        if self._active:
+            return
+        self._previous = logging.getLogRecordFactory()
+        self._active = True
+        logging.setLogRecordFactory(self._make)
+
+    def remove(self) -> None:
+        # If someone wrapped our factory since, we stay in their chain, passing records on.
+        self._active = False
+        if logging.getLogRecordFactory() == self._make:
+            logging.setLogRecordFactory(self._previous)
+
+    def _make(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self._previous(*args, **kwargs)
+        if self._active and self.masker:
+            self.mask(record)
+        return record
+
+    def mask(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a broken format string is not ours to fix; leave it alone
-            return True
+            return
         masked = self.masker.mask(message)
         if masked != message:
             record.msg, record.args = masked, None
-        if record.exc_info and record.exc_info[1] is not None:
-            text = logging.Formatter().formatException(record.exc_info)
-            masked_exc = self.masker.mask(text)
-            if masked_exc != text:
-                record.msg = f"{record.msg}\n{masked_exc}"
-                record.exc_info, record.exc_text = None, None
-        return True
-
-
-def install_filter(masker: SecretMasker) -> MaskingFilter:
-    """Attach a masking filter to every existing library logger (a logger's filters only see
-    records logged on that logger itself, so each one needs its own)."""
-    flt = MaskingFilter(masker)
-    for logger in _library_loggers():
-        logger.addFilter(flt)
-    return flt
-
-
-def remove_filter(flt: MaskingFilter) -> None:
-    for logger in _library_loggers():
-        logger.removeFilter(flt)
-
-
-def _library_loggers() -> list[logging.Logger]:
-    names = [
-        name
-        for name in logging.root.manager.loggerDict
-        if any(name == root or name.startswith(root + ".") for root in LIBRARY_LOGGERS)
-    ]
-    return [logging.getLogger(name) for name in {*names, *LIBRARY_LOGGERS}]
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            record.exc_text = self.masker.mask(logging.Formatter().formatException(record.exc_info))
