@@ -143,7 +143,9 @@ def _odd(kind: str) -> CallToolResult:
                     ),
                     EmbeddedResource(
                         resource=BlobResourceContents(
-                            uri="file:///blob.bin", mime_type="application/octet-stream", blob="AAAA"
+                            uri="file:///blob.bin",
+                            mime_type="application/octet-stream",
+                            blob="AAAA",
                         )
                     ),
                     ResourceLink(uri="https://example.com/doc", name="doc"),
@@ -152,7 +154,8 @@ def _odd(kind: str) -> CallToolResult:
         case "empty":
             return CallToolResult(content=[])
         case "error":
-            return CallToolResult(content=[text(text="  the order does not exist  ")], is_error=True)
+            message = "  the order does not exist  "
+            return CallToolResult(content=[text(text=message)], is_error=True)
         case "structured":
             return CallToolResult(
                 content=[text(text="ignored text")], structured_content={"order": "A1", "total": 3}
@@ -193,13 +196,18 @@ def main(argv: list[str] | None = None) -> None:
 async def _serve_http(server: MCPServer, port: int) -> None:
     import uvicorn
 
+    class Web(uvicorn.Server):
+        ready = anyio.Event()
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            self.ready.set()
+
     app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    web = uvicorn.Server(config)
+    web = Web(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(web.serve)
-        while not web.started:
-            await anyio.sleep(0.005)
+        await web.ready.wait()
         bound = web.servers[0].sockets[0].getsockname()[1]
         # The parent reads this line to know the server is up, and where.
         print(f"listening on http://127.0.0.1:{bound}/mcp", flush=True)
