@@ -2,6 +2,7 @@
 
     python scripted_server.py                       # stdio
     python scripted_server.py --http --port 8123    # streamable HTTP on 127.0.0.1:8123/mcp
+    python scripted_server.py --sse --port 8123     # legacy HTTP+SSE on 127.0.0.1:8123/sse
 
 Over HTTP it prints `listening on <url>` on stdout once it accepts connections (`--port 0`
 picks a free port).
@@ -182,18 +183,19 @@ def _break_schema(server: MCPServer) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--sse", action="store_true", help="the legacy HTTP+SSE transport")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--description-suffix", default="")
     args = parser.parse_args(argv)
     server = build(args.description_suffix)
     _break_schema(server)
-    if args.http:
-        anyio.run(_serve_http, server, args.port)
+    if args.http or args.sse:
+        anyio.run(_serve_http, server, args.port, args.sse)
     else:
         anyio.run(server.run_stdio_async)
 
 
-async def _serve_http(server: MCPServer, port: int) -> None:
+async def _serve_http(server: MCPServer, port: int, sse: bool) -> None:
     import uvicorn
 
     class Web(uvicorn.Server):
@@ -203,14 +205,17 @@ async def _serve_http(server: MCPServer, port: int) -> None:
             await super().startup(sockets=sockets)
             self.ready.set()
 
-    app = server.streamable_http_app(host="127.0.0.1")
+    if sse:
+        app, path = server.sse_app(host="127.0.0.1"), "sse"
+    else:
+        app, path = server.streamable_http_app(host="127.0.0.1"), "mcp"
     web = Web(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(web.serve)
         await web.ready.wait()
         bound = web.servers[0].sockets[0].getsockname()[1]
         # The parent reads this line to know the server is up, and where.
-        print(f"listening on http://127.0.0.1:{bound}/mcp", flush=True)
+        print(f"listening on http://127.0.0.1:{bound}/{path}", flush=True)
 
 
 if __name__ == "__main__":

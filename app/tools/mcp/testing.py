@@ -35,7 +35,9 @@ class HttpServerProcess:
 
     @classmethod
     def scripted(cls, *extra: str) -> HttpServerProcess:
-        return cls([sys.executable, SCRIPTED_SERVER, "--http", *extra])
+        """The scripted test server; streamable HTTP unless `extra` has `--sse`."""
+        transport = [] if "--sse" in extra else ["--http"]
+        return cls([sys.executable, SCRIPTED_SERVER, *transport, *extra])
 
     async def start(self) -> str:
         """Start (on the same port as before, if there was a before); returns the URL."""

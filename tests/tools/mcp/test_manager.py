@@ -78,6 +78,15 @@ async def test_http_server(make_manager: ManagerFactory) -> None:
         assert await call(manager, "mcp__web__add", a=40, b=2) == {"sum": 42}
 
 
+async def test_legacy_sse_server(make_manager: ManagerFactory) -> None:
+    async with http_server("--sse") as server:
+        assert server.url.endswith("/sse")
+        manager = await make_manager({"old": {"url": server.url, "type": "sse"}})
+        await connected(manager, "old")
+        assert manager.server_status("old")["transport"] == "sse"
+        assert await call(manager, "mcp__old__echo", text="via sse") == {"result": "via sse"}
+
+
 async def test_odd_results_are_adapted(make_manager: ManagerFactory) -> None:
     manager = await make_manager({"s": scripted_stdio(trust="trusted")})
     await connected(manager, "s")
