@@ -188,24 +188,30 @@ class ServerConnection:
             with anyio.CancelScope() as connecting:
                 connecting.deadline = anyio.current_time() + self.options.connect_timeout_s
                 async with client, anyio.create_task_group() as tg:
-                    if self._wants_listen(client):
-                        # Subscribe before listing, so no change falls between the two.
-                        await tg.start(self._listen, client, lost)
-                    tools = await self._list_tools(client)
-                    connecting.deadline = math.inf
-                    self._adopt(client)
-                    await self._on_tools(self, tools)
-                    self._client, up = client, True
-                    self._ready.set()
-                    log.info(
-                        "MCP server %s connected (%s, %d tools)",
-                        self.name,
-                        self.protocol_version,
-                        len(tools),
-                        extra=self._log_extra(),
-                    )
-                    tg.start_soon(self._refresher, client)
-                    await lost.wait()
+                    try:
+                        if self._wants_listen(client):
+                            # Subscribe before listing, so no change falls between the two.
+                            await tg.start(self._listen, client, lost)
+                        tools = await self._list_tools(client)
+                        connecting.deadline = math.inf
+                        self._adopt(client)
+                        await self._on_tools(self, tools)
+                        self._client, up = client, True
+                        self._ready.set()
+                        self.state = ConnectionState.CONNECTED
+                        log.info(
+                            "MCP server %s connected (%s, %d tools)",
+                            self.name,
+                            self.protocol_version,
+                            len(tools),
+                            extra=self._log_extra(),
+                        )
+                        tg.start_soon(self._refresher, client)
+                        await lost.wait()
+                    finally:
+                        # Before the SDK tears the session down, so no new call picks it up.
+                        self._client = None
+                        self._set_lost(lost)
                     tg.cancel_scope.cancel()
             if connecting.cancelled_caught and not up:
                 raise TimeoutError(f"no answer within {self.options.connect_timeout_s:g}s")
@@ -225,7 +231,6 @@ class ServerConnection:
         info = client.server_info
         self.server_info = None if info is None else {"name": info.name, "version": info.version}
         self.connected_at = time.time()
-        self.state = ConnectionState.CONNECTED
 
     async def _list_tools(self, client: Client) -> list[Tool]:
         tools: list[Tool] = []
@@ -320,6 +325,7 @@ class ServerConnection:
         if lost is self._lost and not lost.is_set():
             lost.set()
             self._ready.clear()  # callers wait for the next session, not this one
+            self._on_change()
 
     # -- calls ----------------------------------------------------------------------------------
 
