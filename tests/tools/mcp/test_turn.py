@@ -55,7 +55,8 @@ async def test_the_model_calls_an_mcp_tool_in_a_turn(
         )
         fake_llm.enqueue(Reply("Anything else?"))
         await svc.client.post(
-            f"/v1/sessions/{session_id}/messages", json={"content": "and repeat: apple pie"}
+            f"/v1/sessions/{session_id}/messages",
+            json={"content": "please repeat after me: apple pie"},
         )
         offered = [t["function"]["name"] for t in fake_llm.requests[-1].body.get("tools", [])]
         assert "mcp__crm__echo" not in offered
