@@ -3,7 +3,7 @@
 The common `{"mcpServers": {name: {...}}}` format: `command` + `args` + `env` + `cwd` for a
 server started as a subprocess (stdio), or `url` + `headers` (+ `transport`) for one reached
 over HTTP. Hermes adds per-server options: `enabled`, `trust`, `timeout_s`, `tool_filter`,
-`risk` and `protocol`.
+`risk`, `intents` and `protocol`.
 
 `${VAR}` in `args`, `env`, `url` and `headers` is replaced by the parent's environment at load
 time; the values that came from the environment (and every header value) are secrets: they
@@ -59,6 +59,8 @@ class _Options(BaseModel):
     tool_filter: ToolFilter = Field(default_factory=ToolFilter)
     # tool name or glob -> risk; the first matching entry wins, in file order.
     risk: dict[str, Risk] = Field(default_factory=dict)
+    # tool name or glob -> NLU intents it serves (without, a tool serves `out_of_scope`).
+    intents: dict[str, list[str]] = Field(default_factory=dict)
     protocol: ProtocolMode = "auto"
 
 
@@ -109,6 +111,7 @@ class ServerConfig:
     timeout_s: float | None = None
     tool_filter: ToolFilter = field(default_factory=ToolFilter)
     risk: tuple[tuple[str, Risk], ...] = ()
+    intents: tuple[tuple[str, tuple[str, ...]], ...] = ()
     protocol: ProtocolMode = "auto"
 
     @property
@@ -122,6 +125,12 @@ class ServerConfig:
             if fnmatchcase(tool, pattern):
                 return risk
         return None
+
+    def intents_for(self, tool: str) -> tuple[str, ...]:
+        for pattern, intents in self.intents:
+            if fnmatchcase(tool, pattern):
+                return intents
+        return ()
 
     def display_target(self, masker: SecretMasker) -> str:
         """Where the server is, for status lines: secrets masked, no env or headers."""
@@ -233,6 +242,7 @@ def _server(
         timeout_s=parsed.timeout_s,
         tool_filter=parsed.tool_filter,
         risk=tuple(parsed.risk.items()),
+        intents=tuple((k, tuple(v)) for k, v in parsed.intents.items()),
         protocol=parsed.protocol,
     )
 

@@ -121,6 +121,7 @@ def build_spec(server: ServerConfig, definition: Definition, timeout_s: float) -
         risk=choose_risk(server, definition),
         timeout_s=timeout_s + EXECUTOR_MARGIN_S,
         idempotent=server.trusted and hints.get("idempotent_hint") is True,
+        intents=server.intents_for(definition.name),
         source=f"mcp:{server.name}",
         untrusted_output=not server.trusted,
     )

@@ -73,6 +73,7 @@ def test_tool_filter_exclude_and_first_matching_risk_wins() -> None:
                     "command": "x",
                     "tool_filter": {"exclude": ["delete_*", "admin_*"]},
                     "risk": {"get_*": "read", "*": "write"},
+                    "intents": {"get_order*": ["query_order_status", "refund"]},
                 }
             }
         }
@@ -82,6 +83,8 @@ def test_tool_filter_exclude_and_first_matching_risk_wins() -> None:
     assert not server.tool_filter.admits("delete_order")
     assert server.risk_override("get_order") == "read"
     assert server.risk_override("refund") == "write"
+    assert server.intents_for("get_order_status") == ("query_order_status", "refund")
+    assert server.intents_for("refund") == ()
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,10 @@ def test_spec_for_the_registry() -> None:
     assert spec.idempotent is False  # an untrusted hint
     assert spec.output_schema == definition.output_schema
     assert spec.timeout_s == 7.0 + EXECUTOR_MARGIN_S
+    assert spec.intents == ()
+    assert build_spec(server(intents={"look*": ["query_order_status"]}), definition, 7).intents == (
+        "query_order_status",
+    )
     trusted = build_spec(server(trust="trusted"), definition, 7.0)
     assert (trusted.untrusted_output, trusted.idempotent, trusted.risk) == (False, True, "read")
     blank = build_spec(server(), Definition.of(tool(description="  ")), 7.0)
