@@ -12,6 +12,13 @@ from typing import Any
 
 import httpx
 
+from app.conversation.budget import (
+    BudgetConfig,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+)
+from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
@@ -24,6 +31,7 @@ from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
 from app.llm.local.provider import LocalModelConfig, with_local_fallback
 from app.llm.local.provider import register as register_local_model
 from app.llm.local.provider import unregister as unregister_local_model
+from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.pipeline import NLUPipeline
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
@@ -64,6 +72,7 @@ class Runtime:
     steps: StepService
     watchdog: Watchdog
     nlu: NLUPipeline
+    memory: MemoryService
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -142,6 +151,13 @@ def background(
     stack.push_async_callback(stop)
 
 
+def build_summarizer(settings: Settings, model: ChatModel) -> Summarizer:
+    """The configured model summarises; offline (hermes/local) the summary is extractive."""
+    if settings.model.startswith("hermes/"):
+        return ExtractiveSummarizer()
+    return ModelSummarizer(model, temperature=settings.temperature_planning)
+
+
 def load_nlu(settings: Settings) -> NLUPipeline:
     return NLUPipeline.load(settings.nlu_model_dir)
 
@@ -179,6 +195,12 @@ async def open_runtime(
         stack.push_async_callback(db.close)
         if db.applied_migrations:
             log.info("applied migrations: %s", ", ".join(db.applied_migrations))
+
+        memory = open_memory(db, settings)
+        stack.push_async_callback(memory.drain)  # pending "last accessed" notes, before db.close
+        sweeper = MemorySweeper(memory, settings.memory_sweep_interval_s)
+        sweeper.start()
+        stack.push_async_callback(sweeper.stop)
 
         bus = EventBus()
         sessions = SessionStore(db, bus.publish)
@@ -227,13 +249,20 @@ async def open_runtime(
             registry=registry,
             config=RunnerConfig(
                 settings.system_prompt,
-                settings.context_recent_messages,
+                settings.context_max_messages,
                 step_queue_max_depth=settings.step_queue_max_depth,
                 ask_user_timeout_s=settings.ask_user_timeout_s,
             ),
             steps=steps,
             redactor=executor.redactor,
             channel=DualChannel(nlu, settings.nlu_min_confidence),
+            context=ContextBuilder(
+                snapshots,
+                settings.system_prompt,
+                BudgetConfig.from_settings(settings),
+                build_summarizer(settings, model),
+            ),
+            memory=memory,
         )
         manager = TurnManager(
             turns=turns,
@@ -284,5 +313,6 @@ async def open_runtime(
             steps=StepService(steps=steps, turns=turns, manager=manager, conversation=conversation),
             watchdog=watchdog,
             nlu=nlu,
+            memory=memory,
             model=model,
         )

@@ -68,7 +68,8 @@ class Settings(BaseSettings):
     busy_policy: Literal["reject", "enqueue"] = "reject"
     max_queued_turns: int = Field(10, ge=1, le=1000)
     turn_timeout_s: float = Field(300.0, gt=0)
-    context_recent_messages: int = Field(40, ge=2)
+    # A hard cap on the messages loaded for one model call; the token budget decides the rest.
+    context_max_messages: int = Field(1000, ge=10)
 
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)

@@ -1,11 +1,19 @@
-"""The messages a model call sees: system prompt, snapshot summary, recent conversation."""
+"""The messages a model call sees: system prompt, goal, snapshot summary, extra system notes
+(NLU, memory), and the conversation within the token budget (folded into the summary when it
+grows; see `app.conversation.budget`)."""
 
 from __future__ import annotations
 
 import json
+import logging
+from itertools import groupby
 from typing import Any
 
+from app.conversation.budget import BudgetConfig, ContextTurn, Summarizer, fold, plan_context
 from app.storage.records import Message, Snapshot
+from app.storage.snapshots import SnapshotStore
+
+log = logging.getLogger(__name__)
 
 
 def system_messages(system_prompt: str, snapshot: Snapshot | None) -> list[dict[str, Any]]:
@@ -56,3 +64,77 @@ def _not_executed(call_id: str) -> dict[str, Any]:
         "error": {"code": "not_executed", "message": "this call was not executed (the turn ended)"},
     }
     return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(body)}
+
+
+def group_turns(
+    messages: list[Message], *, leave_open: set[str] | frozenset[str] = frozenset()
+) -> list[ContextTurn]:
+    """Messages in conversation order, as consistent chat messages grouped by turn."""
+    return [
+        ContextTurn(number, history_messages(list(group), leave_open=leave_open))
+        for number, group in groupby(messages, key=lambda m: m.turn_number)
+    ]
+
+
+def flatten(turns: list[ContextTurn]) -> list[dict[str, Any]]:
+    return [m for t in turns for m in t.messages]
+
+
+class ContextBuilder:
+    """Plans each model call within the budget; folds old turns into the snapshot's summary
+    (a new version) before the window fills."""
+
+    def __init__(
+        self,
+        snapshots: SnapshotStore,
+        system_prompt: str,
+        config: BudgetConfig,
+        summarizer: Summarizer,
+    ) -> None:
+        self.snapshots = snapshots
+        self.system_prompt = system_prompt
+        self.config = config
+        self.summarizer = summarizer
+
+    async def build(
+        self,
+        session_id: str,
+        snapshot: Snapshot | None,
+        turns: list[ContextTurn],
+        extra: list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        goal = snapshot.active_goal if snapshot else None
+        summary = snapshot.summary if snapshot else ""
+        version = snapshot.summary_version if snapshot else 0
+        plan = plan_context(
+            self.system_prompt,
+            goal,
+            summary,
+            turns,
+            summary_version=version,
+            config=self.config,
+            extra=extra,
+        )
+        if plan.summarize:
+            folded = await fold(plan, summary, turns, self.summarizer, self.config)
+            await self.snapshots.update(
+                session_id,
+                summary=folded.summary,
+                summary_version=folded.summary_version,
+                summarized_turns=folded.summarized_turns,
+            )
+            log.info(
+                "folded turns up to %d into summary v%d",
+                folded.summarized_turns,
+                folded.summary_version,
+            )
+            plan = plan_context(
+                self.system_prompt,
+                goal,
+                folded.summary,
+                folded.remaining,
+                summary_version=folded.summary_version,
+                config=self.config,
+                extra=extra,
+            )
+        return plan.messages

@@ -7,12 +7,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.context import history_messages, system_messages
+from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
+from app.conversation.context import ContextBuilder, flatten, group_turns
 from app.conversation.emitter import TurnEmitter
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun
 from app.conversation.tokens import estimate_tokens
 from app.conversation.understanding import DualChannel, Understanding
 from app.llm.gateway import RequestedToolCall
+from app.memory.extract import ToolEvidence
+from app.memory.port import TurnMemory
+from app.memory.records import Scope
 from app.storage.messages import MessageStore
 from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
@@ -34,7 +38,7 @@ _COMPLETED_STEPS_KEPT = 20
 @dataclass(frozen=True)
 class RunnerConfig:
     system_prompt: str
-    recent_messages: int = 40
+    max_messages: int = 1000
     step_queue_max_depth: int = 50
     ask_user_timeout_s: float = 300.0
 
@@ -46,6 +50,7 @@ class _Transcript:
         self._turns = turns
         self._turn = turn
         self.steps: list[dict[str, Any]] = []
+        self.results: list[tuple[str, ToolResult]] = []
 
     async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
         parts = [c.as_message_part() for c in calls]
@@ -68,6 +73,7 @@ class _Transcript:
             token_estimate=estimate_tokens(content),
             metadata={"status": result.status},
         )
+        self.results.append((call.name, result))
         self.steps.append(
             {
                 "turn": self._turn.number,
@@ -113,7 +119,13 @@ class TurnRunner:
         steps: StepStore | None = None,
         redactor: Redactor | None = None,
         channel: DualChannel | None = None,
+        context: ContextBuilder | None = None,
+        memory: TurnMemory | None = None,
     ) -> None:
+        self.context = context or ContextBuilder(
+            snapshots, config.system_prompt, BudgetConfig(), ExtractiveSummarizer()
+        )
+        self.memory = memory
         self.channel = channel or DualChannel(None, 1.0)
         self.steps = steps
         self.redactor = redactor or Redactor()
@@ -130,7 +142,7 @@ class TurnRunner:
             turn.session_id,
             through_turn=turn.number,
             after_turn=snapshot.summarized_turns if snapshot else 0,
-            limit=self.config.recent_messages,
+            limit=self.config.max_messages,
         )
         user_text = next((m.content or "" for m in history if m.id == turn.user_message_id), "")
         transcript = _Transcript(self.turns, turn)
@@ -148,16 +160,20 @@ class TurnRunner:
                 self.redactor,
             )
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
-        chat = history_messages(history, leave_open=leave_open)
-        understanding = self.channel.understand(user_text, chat)
+        turns = group_turns(history, leave_open=leave_open)
+        understanding = self.channel.understand(user_text, flatten(turns))
         if understanding is not None and resume is None:
             await self.turns.record_understanding(turn, understanding.event())
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
+        extra: list[dict[str, Any]] = []
         note = self.channel.context_note(understanding, earlier_slots)
+        if note is not None:
+            extra.append(note)
+        memory_scope = Scope(turn.tenant_id, user_id)
+        if self.memory is not None and resume is None:
+            extra += await self._recall(turn, memory_scope, user_text, understanding, emitter)
         run = TurnRun(
-            messages=system_messages(self.config.system_prompt, snapshot)
-            + ([note] if note else [])
-            + chat,
+            messages=await self.context.build(turn.session_id, snapshot, turns, extra),
             tools=self.channel.tools_for(self.registry.offered(), understanding),
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
@@ -173,6 +189,8 @@ class TurnRunner:
             resume=resume,
         )
         outcome = await self.loop.run(run)
+        if self.memory is not None:  # before the turn ends: what is acknowledged is stored
+            await self._remember(turn, memory_scope, user_text, outcome.text, transcript, history)
         await self.turns.complete(
             turn,
             text=outcome.text,
@@ -202,6 +220,69 @@ class TurnRunner:
                 self.config.step_queue_max_depth,
             )
         return outcome
+
+    async def _recall(
+        self,
+        turn: Turn,
+        scope: Scope,
+        user_text: str,
+        understanding: Understanding | None,
+        emitter: TurnEmitter,
+    ) -> list[dict[str, Any]]:
+        """Recall what this user's history offers (or forget on request); system notes to add."""
+        assert self.memory is not None
+        intent = understanding.result.intent if understanding else None
+        try:
+            before = await self.memory.before_turn(scope, turn.session_id, user_text, intent)
+        except Exception:  # memory is a help, never a reason to fail the turn
+            log.exception("memory recall failed")
+            return []
+        notes: list[dict[str, Any]] = []
+        if before.forget_command:
+            await emitter.emit("memory.forgotten", {"count": len(before.forgotten)})
+            notes.append(
+                {
+                    "role": "system",
+                    "content": "The user asked you to forget something. "
+                    f"{len(before.forgotten)} stored item(s) were deleted for good; "
+                    "confirm this briefly.",
+                }
+            )
+        if before.recall.event is not None:
+            await emitter.emit("memory.recalled", before.recall.event)
+        if before.recall.message is not None:
+            notes.append(before.recall.message)
+        return notes
+
+    async def _remember(
+        self,
+        turn: Turn,
+        scope: Scope,
+        user_text: str,
+        final_text: str,
+        transcript: _Transcript,
+        history: list[Message],
+    ) -> None:
+        assert self.memory is not None
+        previous = next(
+            (
+                m.content or ""
+                for m in reversed(history)
+                if m.role == "assistant" and m.turn_number < turn.number and m.content
+            ),
+            "",
+        )
+        try:
+            await self.memory.after_turn(
+                scope,
+                turn.session_id,
+                user_text,
+                final_text,
+                tool_results=[ToolEvidence.of(name, r) for name, r in transcript.results],
+                previous_assistant=previous,
+            )
+        except Exception:
+            log.exception("memory extraction failed")
 
     @staticmethod
     def _update_snapshot(

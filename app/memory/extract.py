@@ -158,8 +158,19 @@ def _contacts(sentence: str, confidence: float) -> list[Draft]:
     return out
 
 
+# "还是按我之前的偏好来", "same as last time": pointing back at a stored preference is a cue to
+# recall it, not a new preference to store.
+_POINTS_BACK = re.compile(
+    r"上一?次|上回|之前|以前|原来的|老样子|照旧|跟上次|和上次|同上次|"
+    r"\bas before\b|\blike last time\b|\blast time\b|\bpreviously\b|\bsame as (before|last)|"
+    r"\bthe usual\b|\bas usual\b"
+)
+
+
 def _preferences(sentence: str, durable: bool = False) -> list[Draft]:
     lowered = normalize(sentence)
+    if _POINTS_BACK.search(lowered):
+        return []
     durable = durable or bool(_DURABLE.search(lowered))
     strong = bool(_STRONG_PREF.search(lowered))
     liked = bool(_LIKE.search(lowered))
