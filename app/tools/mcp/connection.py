@@ -26,7 +26,6 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
-    INVALID_REQUEST,
     REQUEST_TIMEOUT,
     CallToolResult,
     Implementation,
@@ -39,7 +38,7 @@ from pydantic import ValidationError
 
 from app import __version__
 from app.resilience.breaker import CircuitBreaker
-from app.tools.handlers import ToolHandlerError
+from app.tools.mcp import failures
 from app.tools.mcp.config import ServerConfig
 from app.tools.mcp.health import Backoff, ConnectionState, Latencies
 from app.tools.mcp.secrets import SecretMasker
@@ -346,22 +345,17 @@ class ServerConnection:
         for attempt in range(2):
             client = self._client
             if client is None or self._lost.is_set():
-                if attempt == 0:
-                    raise self._unavailable()
-                # After an expired session: the reconnect is already under way.
-                if not await self.wait_connected(max(0.0, deadline - time.monotonic())):
-                    raise self._unavailable()
+                # After an expired session the reconnect is already under way: wait for it.
+                left = deadline - time.monotonic()
+                if attempt == 0 or not await self.wait_connected(max(0.0, left)):
+                    raise failures.unavailable(self.name, self.state.value)
                 client = self._client
                 assert client is not None
             try:
                 return await self._call_once(client, tool, arguments, deadline, meta)
-            except _SessionExpired:
+            except failures.SessionExpired:
                 self.mark_lost(now=True)
-        raise ToolHandlerError(
-            "mcp_session_expired",
-            f"the MCP server {self.name} dropped the session twice in a row",
-            retryable=True,
-        )
+        raise failures.session_lost_twice(self.name)
 
     async def _call_once(
         self,
@@ -372,12 +366,7 @@ class ServerConnection:
         meta: RequestParamsMeta | None,
     ) -> CallToolResult:
         if not self.breaker.allow():
-            raise ToolHandlerError(
-                "mcp_circuit_open",
-                f"calls to the MCP server {self.name} are paused for "
-                f"{self.breaker.retry_after():.0f}s after repeated failures",
-                retryable=True,
-            )
+            raise failures.circuit_open(self.name, self.breaker.retry_after())
         remaining = max(0.001, deadline - time.monotonic())
         started = time.perf_counter()
         try:
@@ -392,12 +381,7 @@ class ServerConnection:
         except (RuntimeError, ValidationError) as exc:
             # The SDK checks results against the tool's output schema and the protocol.
             self.breaker.record_failure(error="invalid_result")
-            raise ToolHandlerError(
-                "mcp_invalid_result",
-                f"the MCP server {self.name} returned an invalid result for {tool}: "
-                + self._mask(exc).splitlines()[0],
-                retryable=True,
-            ) from None
+            raise failures.invalid_result(self.name, tool, self._mask(exc)) from None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise self._crashed(tool) from None
         except BaseException:
@@ -412,72 +396,25 @@ class ServerConnection:
             return self._timed_out(tool, timeout_s)
         if exc.code == CONNECTION_CLOSED:
             return self._crashed(tool)
-        if self._session_gone(exc):
+        if self.config.transport != "stdio" and failures.session_gone(exc):
             self.breaker.release_probe()
-            return _SessionExpired()
-        # The server answered: it works, it just refused this call.
-        self.breaker.record_success()
-        return ToolHandlerError(
-            "mcp_error",
-            f"the MCP server {self.name} refused {tool}: {self._mask(exc.message)}",
-        )
+            return failures.SessionExpired()
+        self.breaker.record_success()  # a definite answer: the server works
+        return failures.refused(self.name, tool, self._mask(exc.message))
 
-    def _session_gone(self, exc: MCPError) -> bool:
-        # An HTTP server that restarted answers 404 for our session id; the SDK reports that
-        # as INVALID_REQUEST, worded "Session terminated" or as the server put it.
-        message = exc.message.lower()
-        return (
-            self.config.transport != "stdio"
-            and exc.code == INVALID_REQUEST
-            and "session" in message
-            and any(w in message for w in ("terminated", "not found", "expired", "invalid"))
-        )
-
-    def _timed_out(self, tool: str, timeout_s: float) -> ToolHandlerError:
+    def _timed_out(self, tool: str, timeout_s: float) -> Exception:
         self.breaker.record_failure(timeout=True)
-        return ToolHandlerError(
-            "mcp_timeout",
-            f"the MCP server {self.name} did not answer {tool} within {timeout_s:.3g}s",
-            retryable=True,
-        )
+        return failures.timed_out(self.name, tool, timeout_s)
 
-    def _crashed(self, tool: str) -> ToolHandlerError:
+    def _crashed(self, tool: str) -> Exception:
         self.breaker.record_failure(error="connection_lost")
         self.mark_lost()
-        return ToolHandlerError(
-            "mcp_server_crashed",
-            f"the connection to the MCP server {self.name} broke during {tool} "
-            "(the server crashed or went away)",
-            retryable=True,
-        )
-
-    def _unavailable(self) -> ToolHandlerError:
-        return ToolHandlerError(
-            "mcp_unavailable",
-            f"the MCP server {self.name} is not connected right now ({self.state.value})",
-            retryable=True,
-        )
+        return failures.crashed(self.name, tool)
 
     # -- helpers --------------------------------------------------------------------------------
 
     def _mask(self, value: object) -> str:
-        return self.masker.mask(describe(value))
+        return self.masker.mask(failures.describe(value))
 
     def _log_extra(self) -> dict[str, Any]:
         return {"mcp_server": self.name, "mcp_state": self.state.value}
-
-
-def describe(value: object) -> str:
-    """One line about an error, for logs and the status page (mask it before showing)."""
-    if isinstance(value, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in value.exceptions)
-    if isinstance(value, MCPError):
-        return f"MCPError {value.code}: {value.message}"
-    if isinstance(value, BaseException):
-        text = str(value).strip().splitlines()[0] if str(value).strip() else ""
-        return f"{type(value).__name__}: {text}" if text else type(value).__name__
-    return str(value)
-
-
-class _SessionExpired(Exception):
-    """The HTTP server no longer knows our session (it restarted): reconnect and resend."""
