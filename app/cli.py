@@ -28,10 +28,11 @@ def _serve(args: argparse.Namespace) -> int:
     from app.nlu.manifest import NLUModelError
     from app.runtime import preflight
     from app.tools.loader import ToolsFileError
+    from app.tools.mcp import McpConfigError
 
     try:
         preflight(settings)
-    except (ToolsFileError, NLUModelError) as exc:
+    except (ToolsFileError, NLUModelError, McpConfigError) as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)

@@ -13,7 +13,17 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
-from app.api.routes import approvals, health, memories, nlu, sessions, steps, tools, turns
+from app.api.routes import (
+    approvals,
+    health,
+    mcp,
+    memories,
+    nlu,
+    sessions,
+    steps,
+    tools,
+    turns,
+)
 from app.llm.gateway import ChatModel
 from app.runtime import open_runtime
 from app.settings import Settings, load_settings
@@ -50,6 +60,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(steps.router)
     app.include_router(nlu.router)
     app.include_router(memories.router)
+    app.include_router(mcp.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -51,6 +51,7 @@ from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
+from app.tools.mcp import McpManager, SqliteDefinitionStore, load_mcp_config
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
 from app.workflow.service import StepService
@@ -73,6 +74,7 @@ class Runtime:
     watchdog: Watchdog
     nlu: NLUPipeline
     memory: MemoryService
+    mcp: McpManager
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -165,6 +167,7 @@ def load_nlu(settings: Settings) -> NLUPipeline:
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
     load_tools(settings.tools_file, resolve=resolve_python)
+    load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()
 
 
@@ -212,6 +215,14 @@ async def open_runtime(
         http = httpx.AsyncClient(timeout=httpx.Timeout(8.0))
         stack.push_async_callback(http.aclose)
         registry = build_registry(settings, http)
+        mcp = McpManager(
+            load_mcp_config(settings.mcp_config),
+            registry,
+            settings,
+            definitions=SqliteDefinitionStore(db),
+        )
+        await mcp.start()  # returns at once: servers connect in the background
+        stack.push_async_callback(mcp.aclose)
 
         nlu = await asyncio.to_thread(load_nlu, settings)
         stack.callback(nlu.close)
@@ -314,5 +325,6 @@ async def open_runtime(
             watchdog=watchdog,
             nlu=nlu,
             memory=memory,
+            mcp=mcp,
             model=model,
         )
