@@ -96,3 +96,17 @@ async def new_session(svc: LiveService, user_id: str = "u1", **metadata: Any) ->
     )
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
+
+
+FIXTURE_TOOLS = Path(__file__).parent / "tools" / "fixture_tools.yaml"
+
+
+@pytest.fixture
+async def tools_service(make_settings: Any) -> AsyncIterator[LiveService]:
+    """The service with the recording test tools (tests/tools/fixture_tools.yaml), reset."""
+    from tests.tools.fixture_tools import REC
+
+    REC.reset()
+    async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as service:
+        yield service
+    REC.reset()

@@ -25,6 +25,32 @@ class Accepted:
     resumed: bool  # the session was archived and is active again
 
 
+def _turn_message(
+    tx: Tx, turn: Turn, role: str, content: str | None, token_estimate: int, **extra: Any
+) -> Message:
+    return insert_message(
+        tx,
+        session_id=turn.session_id,
+        tenant_id=turn.tenant_id,
+        turn_id=turn.id,
+        turn_number=turn.number,
+        role=role,
+        content=content,
+        token_estimate=token_estimate,
+        **extra,
+    )
+
+
+def _announce_failure(tx: Tx, turn: Turn, code: str, message: str) -> None:
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "turn.failed",
+        {"turn_id": turn.id, "code": code, "message": message},
+        turn_id=turn.id,
+    )
+
+
 def _turn(tx: Tx, turn_id: str) -> Turn:
     row = tx.one("SELECT * FROM turns WHERE id = ?", (turn_id,))
     assert row is not None
@@ -175,17 +201,7 @@ class TurnStore(Store):
         """
 
         def complete(tx: Tx) -> Message:
-            message = insert_message(
-                tx,
-                session_id=turn.session_id,
-                tenant_id=turn.tenant_id,
-                turn_id=turn.id,
-                turn_number=turn.number,
-                role="assistant",
-                content=text,
-                token_estimate=token_estimate,
-                metadata=metadata,
-            )
+            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
             tx.execute(
                 "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
                 " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
@@ -239,15 +255,12 @@ class TurnStore(Store):
     ) -> Message:
         """Record an intermediate message of a running turn (tool calls and their results)."""
         return await self.transact(
-            lambda tx: insert_message(
+            lambda tx: _turn_message(
                 tx,
-                session_id=turn.session_id,
-                tenant_id=turn.tenant_id,
-                turn_id=turn.id,
-                turn_number=turn.number,
-                role=role,
-                content=content,
-                token_estimate=token_estimate,
+                turn,
+                role,
+                content,
+                token_estimate,
                 tool_calls=tool_calls,
                 tool_call_id=tool_call_id,
                 name=name,
@@ -268,13 +281,7 @@ class TurnStore(Store):
                 "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
                 (tx.now, tx.now, turn.session_id),
             )
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "turn.failed",
-                {"turn_id": turn.id, "code": code, "message": message},
-                turn_id=turn.id,
-            )
+            _announce_failure(tx, turn, code, message)
 
         await self.transact(fail)
 
@@ -286,24 +293,15 @@ class TurnStore(Store):
 
         def recover(tx: Tx) -> list[str]:
             rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
+            why = "the service restarted before this turn finished"
             for row in rows:
                 turn = Turn.from_row(row)
                 tx.execute(
                     "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
                     " error_message = ?, finished_at = ? WHERE id = ?",
-                    ("the service restarted before this turn finished", tx.now, turn.id),
+                    (why, tx.now, turn.id),
                 )
-                tx.emit(
-                    turn.session_id,
-                    turn.tenant_id,
-                    "turn.failed",
-                    {
-                        "turn_id": turn.id,
-                        "code": "interrupted",
-                        "message": "the service restarted before this turn finished",
-                    },
-                    turn_id=turn.id,
-                )
+                _announce_failure(tx, turn, "interrupted", why)
             return [row["id"] for row in rows]
 
         return await self.transact(recover)
@@ -326,22 +324,14 @@ class TurnStore(Store):
 
         await self.transact(record)
 
-    async def add_followup(self, turn: Turn, text: str, metadata: dict[str, Any]) -> Message:
+    async def add_followup(
+        self, turn: Turn, text: str, token_estimate: int, metadata: dict[str, Any]
+    ) -> Message:
         """An assistant message the service adds on its own after a turn (e.g. when a question
         to the user went unanswered); announced as `message.completed`."""
 
         def add(tx: Tx) -> Message:
-            message = insert_message(
-                tx,
-                session_id=turn.session_id,
-                tenant_id=turn.tenant_id,
-                turn_id=turn.id,
-                turn_number=turn.number,
-                role="assistant",
-                content=text,
-                token_estimate=len(text) // 2,
-                metadata=metadata,
-            )
+            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
             tx.emit(
                 turn.session_id,
                 turn.tenant_id,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from app.conversation.manager import TurnManager
-from app.conversation.tokens import has_cjk
+from app.conversation.tokens import estimate_tokens, has_cjk
 from app.observability import metrics
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
@@ -69,7 +69,9 @@ class Watchdog:
             return
         question = str(step.input_context.get("question", ""))
         text = ASK_USER_FALLBACK["zh" if has_cjk(question) else "en"]
-        await self.turns.add_followup(turn, text, {"kind": "ask_user_timeout", "step_id": step.id})
+        await self.turns.add_followup(
+            turn, text, estimate_tokens(text), {"kind": "ask_user_timeout", "step_id": step.id}
+        )
 
     async def run(self) -> None:
         while True:

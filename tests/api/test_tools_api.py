@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +11,8 @@ import pytest
 from app.api.testing import LiveService, SseEvent, read_events, serve
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from tests.api.test_sessions import assert_error
-from tests.conftest import new_session
+from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC
-
-FIXTURE_TOOLS = Path(__file__).parents[1] / "tools" / "fixture_tools.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +21,8 @@ def _reset() -> None:
 
 
 @pytest.fixture
-async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
-    async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as service:
-        yield service
+def svc(tools_service: LiveService) -> LiveService:
+    return tools_service
 
 
 async def test_tools_are_listed_with_health(service: LiveService) -> None:

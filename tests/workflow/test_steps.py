@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +13,8 @@ from app.api.testing import LiveService, serve, stream_turn
 from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.observability import metrics
 from tests.api.test_sessions import assert_error
-from tests.conftest import new_session
+from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC
-
-FIXTURE_TOOLS = Path(__file__).parents[1] / "tools" / "fixture_tools.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -27,9 +23,8 @@ def _reset() -> None:
 
 
 @pytest.fixture
-async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
-    async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as service:
-        yield service
+def svc(tools_service: LiveService) -> LiveService:
+    return tools_service
 
 
 async def steps_of(svc: LiveService, session_id: str) -> list[dict[str, Any]]:
