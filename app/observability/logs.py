@@ -28,8 +28,9 @@ class JsonFormatter(logging.Formatter):
         if request_id:
             entry["request_id"] = request_id
         for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value
+            if key in _STANDARD or key.startswith(("_", "litellm")) or key == "color_message":
+                continue  # libraries' own record decorations are not our fields
+            entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)
