@@ -32,6 +32,7 @@ from app.llm.local.provider import LocalModelConfig, with_local_fallback
 from app.llm.local.provider import register as register_local_model
 from app.llm.local.provider import unregister as unregister_local_model
 from app.memory import MemoryService, MemorySweeper, open_memory
+from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
@@ -226,7 +227,8 @@ async def open_runtime(
 
         nlu = await asyncio.to_thread(load_nlu, settings)
         stack.callback(nlu.close)
-        local = register_local_model(nlu, LocalModelConfig(settings.nlu_min_confidence))
+        parser = CachingParser(nlu)  # earlier messages are read again each turn
+        local = register_local_model(parser, LocalModelConfig(settings.nlu_min_confidence))
         stack.callback(unregister_local_model, local)
         if model is None:
             model = build_model(settings)
@@ -266,7 +268,7 @@ async def open_runtime(
             ),
             steps=steps,
             redactor=executor.redactor,
-            channel=DualChannel(nlu, settings.nlu_min_confidence),
+            channel=DualChannel(parser, settings.nlu_min_confidence),
             context=ContextBuilder(
                 snapshots,
                 settings.system_prompt,

@@ -60,16 +60,19 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def hermes_turns(base: str, turns: int, concurrency: int) -> tuple[float, list[float]]:
+async def hermes_turns(
+    base: str, turns: int, concurrency: int, per_session: int
+) -> tuple[float, list[float]]:
+    """Each worker talks in sessions of `per_session` turns (a call), then opens a new one."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        sessions = []
-        for i in range(concurrency):
-            r = await client.post("/v1/sessions", json={"user_id": f"bench{i}"})
-            sessions.append(r.json()["id"])
         latencies: list[float] = []
 
-        async def worker(session_id: str, n: int) -> None:
+        async def worker(n: int, who: int) -> None:
+            session_id = ""
             for i in range(n):
+                if i % per_session == 0:
+                    r = await client.post("/v1/sessions", json={"user_id": f"bench{who}"})
+                    session_id = r.json()["id"]
                 t = time.perf_counter()
                 r = await client.post(
                     f"/v1/sessions/{session_id}/messages",
@@ -79,7 +82,7 @@ async def hermes_turns(base: str, turns: int, concurrency: int) -> tuple[float, 
                 latencies.append(time.perf_counter() - t)
 
         start = time.perf_counter()
-        await asyncio.gather(*(worker(s, turns // concurrency) for s in sessions))
+        await asyncio.gather(*(worker(turns // concurrency, w) for w in range(concurrency)))
         return time.perf_counter() - start, latencies
 
 
@@ -104,6 +107,9 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sequential", type=int, default=150)
+    parser.add_argument(
+        "--turns-per-session", type=int, default=20, help="turns before a new session (a call)"
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
@@ -155,12 +161,12 @@ async def main() -> None:
         await wait_ready(hermes + "/healthz")
         await wait_ready(baseline + "/docs")
         # Warm-up both (LiteLLM's first call is slow).
-        await hermes_turns(hermes, 20, 2)
+        await hermes_turns(hermes, 20, 2, args.turns_per_session)
         await baseline_turns(baseline, 20, 2)
 
-        h_wall, _ = await hermes_turns(hermes, args.turns, args.concurrency)
+        h_wall, _ = await hermes_turns(hermes, args.turns, args.concurrency, args.turns_per_session)
         b_wall, _ = await baseline_turns(baseline, args.turns, args.concurrency)
-        _, h_seq = await hermes_turns(hermes, args.sequential, 1)
+        _, h_seq = await hermes_turns(hermes, args.sequential, 1, args.turns_per_session)
         _, b_seq = await baseline_turns(baseline, args.sequential, 1)
     finally:
         for proc in procs:
@@ -170,7 +176,10 @@ async def main() -> None:
 
     h_rate, b_rate = args.turns / h_wall, args.turns / b_wall
     ms = 1000.0
-    print(f"turns: {args.turns} at concurrency {args.concurrency}; sequential: {args.sequential}")
+    print(
+        f"turns: {args.turns} at concurrency {args.concurrency}; sequential: {args.sequential};"
+        f" {args.turns_per_session} turns per session"
+    )
     print(f"hermes   full turn       {h_rate:8.1f} turns/s")
     print(f"baseline litellm only    {b_rate:8.1f} turns/s")
     print(f"ratio hermes/baseline    {h_rate / b_rate:8.2f}")

@@ -10,6 +10,7 @@ last. Summaries are versioned: folding returns the version the snapshot should s
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -68,7 +69,7 @@ class ContextTurn:
     number: int
     messages: list[dict[str, Any]]
 
-    @property
+    @functools.cached_property
     def tokens(self) -> int:
         return sum(estimate_message(m) for m in self.messages)
 

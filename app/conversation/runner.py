@@ -32,6 +32,7 @@ from app.workflow.recorder import StepRecorder
 log = logging.getLogger(__name__)
 
 _GOAL_CHARS = 500
+_UNDERSTAND_TURNS = 4
 _COMPLETED_STEPS_KEPT = 20
 
 
@@ -161,7 +162,9 @@ class TurnRunner:
             )
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
         turns = group_turns(history, leave_open=leave_open)
-        understanding = self.channel.understand(user_text, flatten(turns))
+        # Continuation only looks back a few turns (a question and its answer); reading the whole
+        # history would cost one NLU parse per earlier turn, every turn.
+        understanding = self.channel.understand(user_text, flatten(turns[-_UNDERSTAND_TURNS:]))
         if understanding is not None and resume is None:
             await self.turns.record_understanding(turn, understanding.event())
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}

@@ -285,6 +285,8 @@ class MemoryService(Store):
         drafts = await self._embedded(
             found.drafts + proposals_to_drafts(proposals, user_text, found.evidence)
         )
+        if not drafts and not await self._has_pending(scope):
+            return AfterTurn()  # most turns: nothing to write, so no write transaction
         said, denied = normalize(user_text), is_denial(user_text)
         mentioned = normalize(previous_assistant)
         now = self.clock()
@@ -316,6 +318,14 @@ class MemoryService(Store):
             return out
 
         return await self.transact(job)
+
+    async def _has_pending(self, scope: Scope) -> bool:
+        row = await self.db.fetchone(
+            "SELECT 1 FROM memories WHERE tenant_id = ? AND user_id = ? AND status = 'pending'"
+            " LIMIT 1",
+            (scope.tenant_id, scope.user_id),
+        )
+        return row is not None
 
     async def _embedded(self, drafts: Sequence[Draft]) -> list[Draft]:
         if self.embedder is None:

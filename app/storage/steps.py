@@ -136,6 +136,12 @@ class StepStore(Store):
                     "SELECT id FROM steps WHERE turn_id = ? AND key = ?", (turn.turn_id, step.key)
                 )
                 if existing is not None:
+                    again: dict[str, Any] = {}
+                    if step.status == "running":
+                        tx.execute(
+                            "UPDATE steps SET attempts = attempts + 1 WHERE id = ?", (existing[0],)
+                        )
+                        again["started_at"] = tx.now
                     queued.append(
                         _update(
                             tx,
@@ -144,6 +150,7 @@ class StepStore(Store):
                             finished_at=None,
                             error=None,
                             deadline_at=step.deadline_at,
+                            **again,
                         )
                     )
                     continue

@@ -77,6 +77,7 @@ class StepRecorder:
                     name=model,
                     input_context={"messages": n, "tools": [t.name for t in tools]},
                     expected_output_schema=MODEL_OUTPUT_SCHEMA,
+                    status="running",  # a model call starts the moment it is queued
                 )
             ],
             self.max_depth,
@@ -86,7 +87,7 @@ class StepRecorder:
                 f"the session's step queue is full ({self.max_depth} steps)",
                 max_depth=self.max_depth,
             )
-        return await self.store.start(queued[0].id)
+        return queued[0]
 
     async def model_finished(self, step: Step, reply: ModelReply, offered: list[str]) -> None:
         problems = []
