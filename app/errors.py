@@ -119,3 +119,5 @@ class TurnFailed(ServiceError):
             self.status = 504  # type: ignore[misc]
         elif code in {"interrupted", "cancelled"}:
             self.status = 503  # type: ignore[misc]
+        elif code == "session_deleted":
+            self.status = 410  # type: ignore[misc]

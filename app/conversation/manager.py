@@ -147,11 +147,13 @@ class TurnManager:
             metrics.TURNS.labels(status=status).inc()
             metrics.TURN_SECONDS.observe(asyncio.get_running_loop().time() - started)
 
-    async def cancel(self, session_id: str) -> None:
-        """Stop the session's worker (used before the session is deleted)."""
+    async def cancel(self, session_id: str, code: str = "cancelled", message: str = "") -> None:
+        """Stop the session's worker; a running turn fails with `code` (e.g. before the
+        session is deleted)."""
         worker = self._workers.get(session_id)
         if worker is None or worker.task is None:
             return
+        worker.abort = (code, message or "the turn was cancelled")
         worker.task.cancel()
         await asyncio.gather(worker.task, return_exceptions=True)
 

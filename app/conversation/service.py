@@ -76,7 +76,7 @@ class ConversationService:
 
     async def delete_session(self, principal: Principal, session_id: str) -> None:
         await self.get_session(principal, session_id)
-        await self.manager.cancel(session_id)
+        await self.manager.cancel(session_id, "session_deleted", "the session was deleted")
         if not await self.sessions.delete(principal.tenant_id, session_id):
             raise SessionNotFound("no such session", session_id=session_id)
         self.bus.close_session(session_id)

@@ -262,3 +262,18 @@ async def _wait_for_turns(svc: LiveService, session_id: str, count: int) -> None
     while (await svc.client.get(f"/v1/sessions/{session_id}")).json()["turn_count"] < count:
         assert asyncio.get_running_loop().time() < deadline, "the message was never accepted"
         await asyncio.sleep(0.01)
+
+
+async def test_deleting_a_session_while_its_turn_runs(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("never delivered", delay=5))
+    session_id = await new_session(service)
+    pending = asyncio.create_task(post(service, session_id, "long question"))
+    await _wait_for_llm_requests(fake_llm, 1)
+    assert (await service.client.delete(f"/v1/sessions/{session_id}")).status_code == 204
+    response = await asyncio.wait_for(pending, 10)  # the waiting request ends, it does not hang
+    assert response.status_code in (404, 410)
+    assert response.json()["error"]["code"] in {"session_deleted", "turn_not_found"}
+    assert_error(await service.client.get(f"/v1/sessions/{session_id}"), 404, "session_not_found")
+    assert service.runtime.manager.active_sessions() == 0
