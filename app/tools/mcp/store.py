@@ -57,14 +57,7 @@ class SqliteDefinitionStore:
         approved_by: str,
         tenant_id: str | None = None,
     ) -> ApprovedDefinition:
-        approved = ApprovedDefinition(
-            server=server,
-            tool=definition.name,
-            fingerprint=definition.fingerprint(),
-            definition=definition,
-            approved_by=approved_by,
-            approved_at=time.time(),
-        )
+        approved = _approved(server, definition, approved_by)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -106,14 +99,7 @@ class MemoryDefinitionStore:
         approved_by: str,
         tenant_id: str | None = None,
     ) -> ApprovedDefinition:
-        row = ApprovedDefinition(
-            server=server,
-            tool=definition.name,
-            fingerprint=definition.fingerprint(),
-            definition=definition,
-            approved_by=approved_by,
-            approved_at=time.time(),
-        )
+        row = _approved(server, definition, approved_by)
         self.rows[(server, definition.name)] = row
         return row
 
@@ -126,4 +112,15 @@ def _from_row(row: sqlite3.Row) -> ApprovedDefinition:
         definition=Definition.from_dict(json.loads(row["definition"])),
         approved_by=row["approved_by"],
         approved_at=row["approved_at"],
+    )
+
+
+def _approved(server: str, definition: Definition, approved_by: str) -> ApprovedDefinition:
+    return ApprovedDefinition(
+        server=server,
+        tool=definition.name,
+        fingerprint=definition.fingerprint(),
+        definition=definition,
+        approved_by=approved_by,
+        approved_at=time.time(),
     )
