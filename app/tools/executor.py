@@ -1,11 +1,12 @@
 """Run the tool calls of one model response, safely.
 
-For each call, in this order and before any side effect: the tool must exist and be offered,
-the arguments must parse and validate, business rules must pass. Writes and external actions
-then check the idempotency store (a stored success is returned, not redone), wait for human
-approval when the risk or a rule says so, and only then run, under the tool's breaker, rate
-limit, concurrency limit and timeout. Whatever happens, the call ends as one `ToolResult`,
-masked and cut to its token budget.
+For each call, in this order and before any side effect (see app/tools/policy): the tool must
+exist and be offered in this turn, the arguments must parse and validate, per-call rules must
+pass. Writes and external actions then check the idempotency store (a stored success is
+returned, not redone), the rules over history, and whether the customer must confirm first;
+they wait for human approval when the risk, a rule or taint says so, and only then run, under
+the tool's breaker, rate limit, concurrency limit and timeout (app/tools/running.py).
+Whatever happens, the call ends as one `ToolResult`, masked and cut to its token budget.
 
 Reads from one model response run concurrently; writes and external actions run one at a
 time, after the reads, in the order the model gave.
@@ -23,22 +24,19 @@ from typing import Any, Protocol
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
+from app.storage.confirmations import Confirmation, ConfirmationStore
 from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope, idempotency_key
 from app.tools.flow import ToolGuards
-from app.tools.handlers import ToolHandlerError
+from app.tools.policy import TurnPolicy, confirm, history, offered
 from app.tools.registry import RegisteredTool, ToolRegistry
 from app.tools.results import ToolError, ToolResult
+from app.tools.running import run_guarded
 from app.tools.shaping import Redactor, truncate
 from app.tools.spec import ToolSpec
-from app.tools.validation import (
-    InvalidArguments,
-    output_problems,
-    parse_arguments,
-    validate_arguments,
-)
+from app.tools.validation import InvalidArguments, parse_arguments, validate_arguments
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +51,16 @@ class ToolEvents(Protocol):
     async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None: ...
 
 
+CONFIRMATION_REQUIRED = "confirmation_required"
+# Results that say nothing about the tool's health: not counted towards giving up on it.
+_NOT_FAILURES = frozenset({"tool_gave_up", CONFIRMATION_REQUIRED, "confirmation_pending"})
+
+
 @dataclass(frozen=True)
 class ExecutorConfig:
     max_result_tokens: int = 2000
     max_failures_per_turn: int = 3
+    confirmation_timeout_s: float = 600.0
 
 
 class ToolExecutor:
@@ -69,6 +73,7 @@ class ToolExecutor:
         redactor: Redactor | None = None,
         calls: ToolCallStore | None = None,
         approvals: ApprovalBroker | None = None,
+        confirmations: ConfirmationStore | None = None,
         config: ExecutorConfig | None = None,
     ) -> None:
         self.registry = registry
@@ -77,16 +82,23 @@ class ToolExecutor:
         self.redactor = redactor or Redactor()
         self.calls = calls
         self.approvals = approvals
+        self.confirmations = confirmations
         self.config = config or ExecutorConfig()
 
-    def for_turn(self, scope: TurnScope, events: ToolEvents) -> TurnTools:
-        return TurnTools(self, scope, events)
+    def for_turn(
+        self, scope: TurnScope, events: ToolEvents, policy: TurnPolicy | None = None
+    ) -> TurnTools:
+        return TurnTools(self, scope, events, policy or TurnPolicy())
 
     async def run_calls(
-        self, calls: list[RequestedToolCall], scope: TurnScope, events: ToolEvents
+        self,
+        calls: list[RequestedToolCall],
+        scope: TurnScope,
+        events: ToolEvents,
+        policy: TurnPolicy | None = None,
     ) -> list[ToolResult]:
         """One batch without per-turn bookkeeping (for callers outside a turn)."""
-        return await self.for_turn(scope, events).run_calls(calls)
+        return await self.for_turn(scope, events, policy).run_calls(calls)
 
     # -- shaping --------------------------------------------------------------------------------
 
@@ -110,16 +122,22 @@ class ToolExecutor:
 
 
 class TurnTools:
-    """The tools as one turn sees them: counts failures per tool and gives up on a tool that
-    keeps failing, so the model stops retrying it and tells the user."""
+    """The tools as one turn sees them: the turn's policy (offered set, confirmed calls,
+    taint), failures per tool (a tool that keeps failing is given up, so the model stops
+    retrying it and tells the user), and the confirmation the turn asked for, if any."""
 
-    def __init__(self, executor: ToolExecutor, scope: TurnScope, events: ToolEvents) -> None:
+    def __init__(
+        self, executor: ToolExecutor, scope: TurnScope, events: ToolEvents, policy: TurnPolicy
+    ) -> None:
         self.executor = executor
         self.scope = scope
         self.events = events
+        self.policy = policy
         self.attempts: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
         self.given_up: set[str] = set()
+        self.confirmation: Confirmation | None = None
+        self.readback: confirm.Readback | None = None
 
     async def run_calls(self, calls: list[RequestedToolCall]) -> list[ToolResult]:
         results: dict[int, ToolResult] = {}
@@ -150,6 +168,9 @@ class TurnTools:
             log.exception("tool call %s (%s) crashed the executor", call.id, call.name)
             raw = ToolResult.fail("internal_error", f"{call.name} could not be run")
         raw = self._count(call.name, raw)
+        if spec is not None and spec.untrusted_output and raw.status != "error":
+            # What the tool returned is now in the conversation, for this turn and the next.
+            self.policy.taint.add(f"output of {spec.name}", lasting=True)
         duration = time.perf_counter() - started
         result = self.executor.shape(raw, spec).with_metadata(
             duration_ms=round(duration * 1000, 3),
@@ -173,7 +194,7 @@ class TurnTools:
         return result
 
     def _count(self, name: str, result: ToolResult) -> ToolResult:
-        if result.status == "success" or (result.error and result.error.code == "tool_gave_up"):
+        if result.status == "success" or (result.error and result.error.code in _NOT_FAILURES):
             return result
         self.failures[name] += 1
         limit = self.executor.config.max_failures_per_turn
@@ -192,14 +213,10 @@ class TurnTools:
     # -- the pipeline of one call ---------------------------------------------------------------
 
     async def _execute(self, call: RequestedToolCall, tool: RegisteredTool | None) -> ToolResult:
-        registry = self.executor.registry
-        if tool is None or not tool.offered:
-            available = ", ".join(t.spec.name for t in registry.all() if t.offered)
-            return ToolResult.fail(
-                "unknown_tool",
-                f"there is no tool named {call.name!r}",
-                hint=f"Use one of: {available}" if available else "No tools are available.",
-            )
+        refusal = offered.refusal(call, tool, self.executor.registry, self.policy)
+        if refusal is not None:
+            return refusal
+        assert tool is not None
         spec = tool.spec
         if spec.name in self.given_up:
             return ToolResult.fail(
@@ -213,30 +230,17 @@ class TurnTools:
             code = "malformed_arguments" if exc.malformed_json else "invalid_arguments"
             return ToolResult.fail(code, str(exc), hint=exc.hint)
 
-        found = rules.violations(spec, args)
-        rejected = [v for v in found if v.action == "reject"]
+        per_call = rules.violations(spec, args)
+        rejected = [v.reason for v in per_call if v.action == "reject"]
         if rejected:
-            return ToolResult.fail(
-                "business_rule",
-                "; ".join(v.reason for v in rejected),
-                hint="This request is not allowed as asked. Explain the rule to the user.",
-            )
-        approval_reasons = [v.reason for v in found if v.action == "approval"]
-        if spec.risk == "external":
-            approval_reasons.insert(0, f"{spec.name} acts outside the company (risk: external)")
+            return _rule_refusal(rejected)
 
         key = idempotency_key(self.scope, call.id, spec.name)
-        side_effects = spec.risk != "read"
-        calls = self.executor.calls if side_effects else None
+        calls = self.executor.calls if spec.acts else None
         if calls is not None:
             stored = await calls.stored_result(key)
             if stored is not None:
                 return ToolResult.from_dict(stored).with_metadata(replayed=True)
-
-        if approval_reasons:
-            refusal = await self._approve(call, spec, args, "; ".join(approval_reasons))
-            if refusal is not None:
-                return refusal
 
         ctx = ToolContext(
             scope=self.scope,
@@ -245,6 +249,24 @@ class TurnTools:
             idempotency_key=key,
             services=self.executor.services,
         )
+        found = await history.findings(spec, ctx, args)
+        rejected = [f.reason for f in found if f.action == "reject"]
+        if rejected:
+            return _rule_refusal(rejected)
+        if spec.confirm is not None and call.id not in self.policy.confirmed:
+            return await self._ask_to_confirm(call, spec, args)
+
+        reasons = [v.reason for v in per_call if v.action == "approval"]
+        reasons += [f.reason for f in found if f.action == "approval"]
+        if spec.acts and self.policy.taint:
+            reasons.append(self.policy.taint.reason())
+        if spec.risk == "external":
+            reasons.insert(0, f"{spec.name} acts outside the company (risk: external)")
+        if reasons:
+            refusal = await self._approve(call, spec, args, "; ".join(reasons))
+            if refusal is not None:
+                return refusal
+
         if calls is not None:
             await calls.begin(
                 key=key,
@@ -254,13 +276,48 @@ class TurnTools:
                 call_id=call.id,
                 tool=spec.name,
             )
-        result = await self._guarded(tool, ctx, args)
+        result = await run_guarded(tool, ctx, args, self.executor.guards)
         if calls is not None:
             if result.status == "success":
                 await calls.succeed(key, self.executor.shape(result, spec).to_dict())
             else:
                 await calls.abandon(key)
         return result
+
+    async def _ask_to_confirm(
+        self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any]
+    ) -> ToolResult:
+        """Record what the customer is asked to confirm; the turn then asks them and ends."""
+        store = self.executor.confirmations
+        if store is None:
+            return ToolResult.fail(
+                "confirmation_unavailable",
+                f"{spec.name} needs the customer's confirmation and none can be asked for here",
+            )
+        if self.confirmation is not None:
+            return ToolResult.fail(
+                "confirmation_pending",
+                f"the customer is already being asked to confirm {self.confirmation.tool}",
+                hint="One change at a time: do not call another tool that needs confirmation.",
+            )
+        readback = confirm.readback(spec, args, self.executor.redactor)
+        self.confirmation = await store.create(
+            tenant_id=self.scope.tenant_id,
+            session_id=self.scope.session_id,
+            turn_id=self.scope.turn_id,
+            call_id=call.id,
+            tool=spec.name,
+            arguments=args,
+            readback=readback.to_dict(),
+            timeout_s=self.executor.config.confirmation_timeout_s,
+        )
+        self.readback = readback
+        return ToolResult.fail(
+            CONFIRMATION_REQUIRED,
+            f"{spec.name} needs the customer's confirmation first: {readback.en}",
+            hint="Hermes asks the customer to confirm and ends this turn; nothing was changed yet.",
+            confirmation_id=self.confirmation.id,
+        )
 
     async def _approve(
         self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any], reason: str
@@ -300,71 +357,10 @@ class TurnTools:
             approval_id=outcome.approval.id,
         )
 
-    async def _guarded(
-        self, tool: RegisteredTool, ctx: ToolContext, args: dict[str, Any]
-    ) -> ToolResult:
-        spec, guards = tool.spec, self.executor.guards
-        breaker = guards.breaker(spec.name)
-        if not breaker.allow():
-            return _unavailable(
-                spec,
-                "circuit_open",
-                f"{spec.name} is switched off for {breaker.retry_after():.0f}s after repeated "
-                "failures",
-            )
-        if not await guards.admit(spec):
-            breaker.release_probe()
-            return _unavailable(spec, "rate_limited", f"{spec.name} is at its rate limit")
-        try:
-            async with asyncio.timeout(spec.timeout_s), guards.slot(spec):
-                data = await tool.run(ctx, args)
-        except TimeoutError:
-            breaker.record_failure(timeout=True)
-            return _unavailable(
-                spec, "timeout", f"{spec.name} did not answer within {spec.timeout_s:g}s"
-            )
-        except ToolHandlerError as exc:
-            if exc.retryable:
-                breaker.record_failure(error=exc.code)
-                return _unavailable(spec, exc.code, exc.message)
-            breaker.record_success()  # a definite answer: the tool itself works
-            return ToolResult.fail(exc.code, exc.message)
-        except asyncio.CancelledError:
-            breaker.release_probe()
-            raise
-        except Exception as exc:
-            log.exception("tool %s raised", spec.name)
-            breaker.record_failure(error=type(exc).__name__)
-            return _unavailable(spec, "tool_failed", f"{spec.name} failed unexpectedly")
-        if spec.output_schema is not None:
-            problems = output_problems(data, spec.output_schema)
-            if problems:
-                breaker.record_failure(error="invalid_output")
-                return ToolResult.fail(
-                    "invalid_output",
-                    f"{spec.name} returned data that does not match its output schema",
-                    hint="; ".join(problems[:5]),
-                )
-        breaker.record_success()
-        return ToolResult.ok(data)
 
-
-def _unavailable(spec: ToolSpec, code: str, message: str) -> ToolResult:
-    """The tool can't answer now: its declared fallback if it has one, else an error."""
-    if spec.fallback is not None:
-        data = (
-            spec.fallback.data
-            if spec.fallback.data is not None
-            else {"message": spec.fallback.message}
-        )
-        return ToolResult(
-            "fallback",
-            data=data,
-            error=ToolError(code, message),
-            metadata={"fallback_reason": code},
-        )
+def _rule_refusal(reasons: list[str]) -> ToolResult:
     return ToolResult.fail(
-        code,
-        message,
-        hint="The tool is unavailable right now. Tell the user and offer another way.",
+        "business_rule",
+        "; ".join(reasons),
+        hint="This request is not allowed as asked. Explain the rule to the user.",
     )

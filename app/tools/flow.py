@@ -1,4 +1,10 @@
-"""Flow control per tool: a rate limit, a concurrency limit and a circuit breaker."""
+"""Flow control per tool: a rate limit, a concurrency limit and a circuit breaker.
+
+Breakers and rate limits are kept per (tenant, tool) by default, so one tenant's bad inputs
+or bursts cannot switch a tool off for the others; a tool declared `limits_scope: global`
+(one shared upstream with one quota) has a single breaker and limit for everybody. The
+concurrency limit protects this process's pools and stays per tool.
+"""
 
 from __future__ import annotations
 
@@ -29,21 +35,33 @@ class ToolGuards:
         self.clock = clock
         self._breakers: dict[str, CircuitBreaker] = {}
 
-    def breaker(self, tool: str) -> CircuitBreaker:
-        breaker = self._breakers.get(tool)
+    def breaker(self, spec: ToolSpec, tenant_id: str) -> CircuitBreaker:
+        key = _key(spec, tenant_id)
+        breaker = self._breakers.get(key)
         if breaker is None:
-            breaker = self._breakers[tool] = CircuitBreaker(tool, self.policy, clock=self.clock)
+            breaker = self._breakers[key] = CircuitBreaker(spec.name, self.policy, clock=self.clock)
         return breaker
 
-    def breakers(self) -> dict[str, CircuitBreaker]:
-        return dict(self._breakers)
+    def breakers_for(self, tenant_id: str) -> dict[str, CircuitBreaker]:
+        """The breakers a tenant's calls go through, by tool name."""
+        mine = {}
+        for key, breaker in self._breakers.items():
+            tenant, _, tool = key.rpartition("\x1f")
+            if tenant in ("", tenant_id):
+                mine[tool] = breaker
+        return mine
 
-    async def admit(self, spec: ToolSpec) -> bool:
+    async def admit(self, spec: ToolSpec, tenant_id: str) -> bool:
         """Take a rate-limit slot, waiting briefly for one."""
         wait = min(MAX_RATE_WAIT_S, spec.timeout_s / 2)
-        return await self.limiter.acquire(f"tool:{spec.name}", spec.rate_limit, wait)
+        key = "tool:" + _key(spec, tenant_id).replace("\x1f", ":")
+        return await self.limiter.acquire(key, spec.rate_limit, wait)
 
     @contextlib.asynccontextmanager
     async def slot(self, spec: ToolSpec) -> AsyncIterator[None]:
         async with self.bulkheads.slot(spec.name, spec.max_concurrency, cpu_bound=spec.cpu_bound):
             yield
+
+
+def _key(spec: ToolSpec, tenant_id: str) -> str:
+    return spec.name if spec.limits_scope == "global" else f"{tenant_id}\x1f{spec.name}"

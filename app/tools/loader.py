@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,17 @@ from jsonschema.validators import Draft202012Validator
 
 from app.tools.spec import (
     BusinessRule,
+    Confirmation,
     Fallback,
     Handler,
+    HistoryRule,
     HttpHandler,
     PythonHandler,
     ToolSpec,
 )
 
 _NAME = r"^[a-z][a-z0-9_]{0,63}$"
+_PYTHON_TARGET = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 
 META_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -36,6 +40,7 @@ META_SCHEMA: dict[str, Any] = {
                 "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
                 "rate_limit": {"type": "number", "exclusiveMinimum": 0},
                 "max_concurrency": {"type": "integer", "minimum": 1},
+                "limits_scope": {"enum": ["tenant", "global"]},
             },
         },
         "tools": {"type": "array", "items": {"$ref": "#/$defs/tool"}},
@@ -59,6 +64,10 @@ META_SCHEMA: dict[str, Any] = {
                 "always_on": {"type": "boolean"},
                 "intents": {"type": "array", "items": {"type": "string"}},
                 "business_rules": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
+                "history_rules": {"type": "array", "items": {"$ref": "#/$defs/history_rule"}},
+                "confirm": {"$ref": "#/$defs/confirm"},
+                "limits_scope": {"enum": ["tenant", "global"]},
+                "untrusted_output": {"type": "boolean"},
                 "fallback": {
                     "type": "object",
                     "additionalProperties": False,
@@ -71,12 +80,7 @@ META_SCHEMA: dict[str, Any] = {
                             "type": "object",
                             "additionalProperties": False,
                             "required": ["python"],
-                            "properties": {
-                                "python": {
-                                    "type": "string",
-                                    "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
-                                }
-                            },
+                            "properties": {"python": {"type": "string", "pattern": _PYTHON_TARGET}},
                         },
                         {
                             "type": "object",
@@ -137,8 +141,61 @@ META_SCHEMA: dict[str, Any] = {
                 },
             ],
         },
+        "history_rule": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["kind", "history", "on_violation"],
+            "properties": {
+                "kind": {"enum": ["cumulative_max", "sequence"]},
+                "history": {"type": "string", "pattern": _PYTHON_TARGET},
+                "on_violation": {"enum": ["approval", "reject"]},
+                "field": {"type": "string"},
+                "limit": {"type": "number", "minimum": 0},
+                "per": {"type": "string"},
+                "after": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "window_hours": {"type": "number", "exclusiveMinimum": 0},
+                "message": {"type": "string"},
+            },
+            "allOf": [
+                {
+                    "if": {"properties": {"kind": {"const": "cumulative_max"}}},
+                    "then": {"required": ["field", "limit", "per"]},
+                },
+                {
+                    "if": {"properties": {"kind": {"const": "sequence"}}},
+                    "then": {"required": ["after"]},
+                },
+            ],
+        },
+        "confirm": {
+            "oneOf": [
+                {"const": True},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["en", "zh"],
+                    "properties": {
+                        "en": {"type": "string", "minLength": 1},
+                        "zh": {"type": "string", "minLength": 1},
+                        "labels": {
+                            "type": "object",
+                            "additionalProperties": {
+                                "type": "object",
+                                "additionalProperties": {
+                                    "type": "object",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+            ]
+        },
     },
 }
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 class ToolsFileError(ValueError):
@@ -171,6 +228,29 @@ def parse_handler(raw: dict[str, Any]) -> Handler:
     return HttpHandler(http["method"], http["url"], dict(http.get("headers") or {}))
 
 
+def _history_rule(raw: dict[str, Any]) -> HistoryRule:
+    return HistoryRule(
+        kind=raw["kind"],
+        history=raw["history"],
+        on_violation=raw["on_violation"],
+        field=raw.get("field"),
+        limit=raw.get("limit"),
+        per=raw.get("per"),
+        after=tuple(raw.get("after", ())),
+        window_hours=raw.get("window_hours"),
+        message=raw.get("message", ""),
+    )
+
+
+def _confirmation(raw: Any) -> Confirmation | None:
+    if raw is None:
+        return None
+    if raw is True:
+        return Confirmation()
+    text = {lang: raw[lang] for lang in ("en", "zh")}
+    return Confirmation(text=text, labels=raw.get("labels", {}))
+
+
 def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
     fallback = raw.get("fallback")
     return ToolSpec(
@@ -195,6 +275,10 @@ def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
             )
             for r in raw.get("business_rules", ())
         ),
+        history_rules=tuple(_history_rule(r) for r in raw.get("history_rules", ())),
+        confirm=_confirmation(raw.get("confirm")),
+        limits_scope=raw.get("limits_scope", defaults.get("limits_scope", "tenant")),
+        untrusted_output=bool(raw.get("untrusted_output", False)),
         fallback=None
         if fallback is None
         else Fallback(fallback.get("data"), fallback.get("message")),
@@ -241,30 +325,58 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
         if raw["name"] in seen:
             raise fail((*at, "name"), f"duplicate tool name {raw['name']!r}")
         seen.add(raw["name"])
-        for key in ("parameters", "output_schema"):
-            if key in raw:
-                try:
-                    Draft202012Validator.check_schema(raw[key])
-                except jsonschema.SchemaError as exc:
-                    inner = tuple(exc.absolute_path)
-                    raise fail(
-                        (*at, key, *inner),
-                        f"{raw['name']}.{key} is not a valid JSON Schema: {exc.message}",
-                    ) from None
-        for j, rule in enumerate(raw.get("business_rules", ())):
-            if rule["field"] not in raw["parameters"]["properties"]:
-                raise fail(
-                    (*at, "business_rules", j),
-                    f"{raw['name']}: rule field {rule['field']!r} is not a parameter",
-                )
+        problem = _problem(raw)
+        if problem is not None:
+            raise fail((*at, *problem[0]), problem[1])
         spec = _spec(raw, defaults)
-        if resolve is not None and isinstance(spec.handler, PythonHandler):
-            try:
-                resolve(spec.handler.target)
-            except (ImportError, AttributeError, ValueError) as exc:
-                raise fail((*at, "handler"), f"{raw['name']}: handler not found: {exc}") from None
+        if resolve is not None:
+            targets: list[tuple[tuple[Any, ...], str, str]] = [
+                (("history_rules", j, "history"), "history function", r.history)
+                for j, r in enumerate(spec.history_rules)
+            ]
+            if isinstance(spec.handler, PythonHandler):
+                targets.insert(0, (("handler",), "handler", spec.handler.target))
+            for place, what, target in targets:
+                try:
+                    resolve(target)
+                except (ImportError, AttributeError, ValueError) as exc:
+                    raise fail((*at, *place), f"{raw['name']}: {what} not found: {exc}") from None
         specs.append(spec)
     return specs
+
+
+def _problem(raw: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
+    """What the meta-schema cannot see: schemas that are not JSON Schema, rules naming
+    arguments the tool does not have. Returns where (below the tool) and why."""
+    name = raw["name"]
+    for key in ("parameters", "output_schema"):
+        if key in raw:
+            try:
+                Draft202012Validator.check_schema(raw[key])
+            except jsonschema.SchemaError as exc:
+                return (key, *exc.absolute_path), (
+                    f"{name}.{key} is not a valid JSON Schema: {exc.message}"
+                )
+    params = raw["parameters"]["properties"]
+    for j, rule in enumerate(raw.get("business_rules", ())):
+        if rule["field"] not in params:
+            return ("business_rules", j), f"{name}: rule field {rule['field']!r} is not a parameter"
+    for j, rule in enumerate(raw.get("history_rules", ())):
+        named = [rule.get("field"), None if rule.get("per") == "customer" else rule.get("per")]
+        for arg in filter(None, named):
+            if arg not in params:
+                return ("history_rules", j), (
+                    f"{name}: history rule names {arg!r}, which is not a parameter"
+                )
+    confirm = raw.get("confirm")
+    if isinstance(confirm, dict):
+        for lang in ("en", "zh"):
+            for arg in _PLACEHOLDER.findall(confirm[lang]):
+                if arg not in params:
+                    return ("confirm", lang), (
+                        f"{name}: confirm text names {{{arg}}}, which is not a parameter"
+                    )
+    return None
 
 
 def resolve_python(target: str) -> Callable[..., Any]:

@@ -52,6 +52,42 @@ class BusinessRule:
 
 
 @dataclass(frozen=True)
+class HistoryRule:
+    """A rule over what was already done, read from the tool's own store before it runs.
+
+    kind `cumulative_max`: `field` of this call plus what was already done under the same key
+    (`per`: an argument such as `order_id`, or `customer`), within `window_hours` if given, must
+    stay at most `limit`.
+    kind `sequence`: a call soon after one of the `after` actions (in the same session, or
+    within `window_hours`) breaks the rule.
+    `history` names the Python function that reads the store (see app/tools/policy/history.py).
+    A store that cannot be read counts as a violation: rules over history fail closed.
+    """
+
+    kind: Literal["cumulative_max", "sequence"]
+    history: str  # "module:function"
+    on_violation: Literal["approval", "reject"]
+    field: str | None = None
+    limit: float | None = None
+    per: str | None = None
+    after: tuple[str, ...] = ()
+    window_hours: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """`confirm:` in tools.yaml: the customer says yes before the call runs.
+
+    `text` holds the read-back per language ("en", "zh") with `{argument}` placeholders that
+    are filled with masked values; `labels` turns enum values into words per language.
+    """
+
+    text: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Fallback:
     data: Any = None
     message: str | None = None
@@ -70,12 +106,21 @@ class ToolSpec:
     max_concurrency: int = 4
     idempotent: bool = False
     business_rules: tuple[BusinessRule, ...] = ()
+    history_rules: tuple[HistoryRule, ...] = ()
+    confirm: Confirmation | None = None
     fallback: Fallback | None = None
     intents: tuple[str, ...] = ()
     always_on: bool = False
     cpu_bound: bool = False
     source: str = "local"  # "local" or "mcp:<server>"
     untrusted_output: bool = False
+    # Breaker and rate limit per (tenant, tool), or one for everybody (a shared upstream).
+    limits_scope: Literal["tenant", "global"] = "tenant"
+
+    @property
+    def acts(self) -> bool:
+        """Writes and external actions: what confirmation, taint and approvals guard."""
+        return self.risk != "read"
 
     def model_schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry the model sees."""

@@ -87,3 +87,9 @@ async def hang_write(ctx: ToolContext, text: str) -> dict[str, Any]:
         await asyncio.sleep(3600)
     REC.side_effects.append({"text": text, "key": ctx.idempotency_key})
     return {"saved": text}
+
+
+async def read_file(ctx: ToolContext, path: str) -> dict[str, Any]:
+    # Deliberately naive: OSErrors from the path the model gave are the caller's problem.
+    with open(path, encoding="utf-8") as handle:  # noqa: ASYNC230
+        return {"text": handle.read(200)}

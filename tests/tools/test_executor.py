@@ -108,6 +108,12 @@ def executor(db: Database, clock: Clock) -> ToolExecutor:
     )
 
 
+def breaker_of(executor: ToolExecutor, name: str, tenant: str = "default") -> Any:
+    tool = executor.registry.get(name)
+    assert tool is not None
+    return executor.guards.breaker(tool.spec, tenant)
+
+
 def call(name: str, args: dict[str, Any] | str, call_id: str = "c1") -> RequestedToolCall:
     text = args if isinstance(args, str) else json.dumps(args)
     return RequestedToolCall(call_id, name, text)
@@ -167,7 +173,7 @@ async def test_arguments_are_checked_before_anything_runs(
 async def test_timeouts_open_the_breaker_then_fallback_then_half_open_recovery(
     executor: ToolExecutor, scope: TurnScope, clock: Clock
 ) -> None:
-    breaker = executor.guards.breaker("flaky")
+    breaker = breaker_of(executor, "flaky")
     REC.hang = True
     for i in range(3):  # each in its own turn: the per-turn give-up is a separate mechanism
         result = await executor.for_turn(scope, Recorded()).run_one(call("flaky", {}, f"t{i}"))
@@ -194,7 +200,7 @@ async def test_timeouts_open_the_breaker_then_fallback_then_half_open_recovery(
 async def test_a_failed_probe_reopens(
     executor: ToolExecutor, scope: TurnScope, clock: Clock
 ) -> None:
-    breaker = executor.guards.breaker("flaky")
+    breaker = breaker_of(executor, "flaky")
     REC.fail_with = "backend_down"
     for i in range(5):
         result = await executor.for_turn(scope, Recorded()).run_one(call("flaky", {}, f"f{i}"))
@@ -378,7 +384,7 @@ async def test_http_tool_against_a_local_server(
             assert down.error is not None and down.error.code == "upstream_error"
             missing = await tools.run_one(call("lookup_http", {"order_id": "404000000000"}, "c3"))
             assert missing.error is not None and missing.error.code == "upstream_rejected"
-            assert executor.guards.breaker("lookup_http").snapshot()["consecutive_failures"] == 0
+            assert breaker_of(executor, "lookup_http").snapshot()["consecutive_failures"] == 0
     finally:
         server.should_exit = True
         await task

@@ -90,3 +90,52 @@ def test_rule_field_must_be_a_parameter(tmp_path: Path) -> None:
     )
     with pytest.raises(ToolsFileError, match="rule field 'amount'"):
         load_tools(write(tmp_path, body))
+
+
+HISTORY = """    history_rules:
+      - kind: cumulative_max
+        field: n
+        per: customer
+        limit: 10
+        history: {target}
+        on_violation: approval
+"""
+CONFIRM = """    confirm:
+      en: "ping {arg}"
+      zh: "ping {arg}"
+"""
+
+
+def _with(extra: str) -> str:
+    return "version: 1\ntools:" + GOOD_TOOL.replace("    handler:", extra + "    handler:")
+
+
+def test_history_rules_and_confirmation_load(tmp_path: Path) -> None:
+    body = _with(
+        HISTORY.format(target="app.tools.builtin.after_sales:refund_history")
+        + CONFIRM.replace("{arg}", "{n}")
+    )
+    spec = load_tools(write(tmp_path, body), resolve=resolve_python)[0]
+    assert spec.history_rules[0].per == "customer" and spec.history_rules[0].limit == 10
+    assert spec.confirm is not None and spec.confirm.text["en"] == "ping {n}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "marker", "reason"),
+    [
+        (HISTORY.format(target="app.tools.builtin.clock:nope"), "history:", "history function"),
+        (HISTORY.format(target="x:y").replace("field: n", "field: m"), "- kind", "'m'"),
+        (CONFIRM.replace("{arg}", "{who}"), 'en: "ping', "{who}"),
+        (HISTORY.format(target="x:y").replace("        per: customer\n", ""), "- kind", "per"),
+    ],
+)
+def test_bad_history_rules_and_confirmations(
+    tmp_path: Path, extra: str, marker: str, reason: str
+) -> None:
+    body = _with(extra)
+    path = write(tmp_path, body)
+    with pytest.raises(ToolsFileError) as info:
+        load_tools(path, resolve=resolve_python)
+    line = next(i for i, text in enumerate(body.splitlines(), 1) if marker in text)
+    assert str(info.value).startswith(f"{path}:{line}:"), str(info.value)
+    assert reason in str(info.value)

@@ -28,8 +28,9 @@ class ToolList(BaseModel):
 
 
 @router.get("", response_model=ToolList)
-async def list_tools(runtime: RuntimeDep, _principal: PrincipalDep) -> ToolList:
-    breakers = runtime.executor.guards.breakers()
+async def list_tools(runtime: RuntimeDep, principal: PrincipalDep) -> ToolList:
+    # Health as the caller's tenant sees it: breakers are kept per (tenant, tool).
+    breakers = runtime.executor.guards.breakers_for(principal.tenant_id)
     items = []
     for tool in runtime.registry.all():
         spec = tool.spec

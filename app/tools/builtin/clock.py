@@ -13,8 +13,13 @@ from app.tools.handlers import ToolHandlerError
 async def current_time(ctx: ToolContext, timezone: str = "Asia/Shanghai") -> dict[str, Any]:
     try:
         zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ToolHandlerError("unknown_timezone", f"unknown time zone {timezone!r}") from None
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        # "Asia" is a directory of the tz database, a 300-character name is too long for the
+        # file system: both are bad input, not a broken clock.
+        shown = timezone if len(timezone) <= 64 else timezone[:61] + "..."
+        raise ToolHandlerError(
+            "unknown_timezone", f"unknown time zone {shown!r}; use an IANA name like Asia/Shanghai"
+        ) from None
     now = datetime.now(zone)
     return {
         "timezone": timezone,
