@@ -39,6 +39,7 @@ from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
+from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
 from app.storage.sessions import SessionStore
@@ -134,9 +135,11 @@ def build_executor(
         redactor=Redactor.with_patterns(settings.redact_patterns),
         calls=ToolCallStore(db, bus.publish),
         approvals=approvals,
+        confirmations=ConfirmationStore(db, bus.publish),
         config=ExecutorConfig(
             max_result_tokens=settings.tool_result_max_tokens,
             max_failures_per_turn=settings.tool_max_failures_per_turn,
+            confirmation_timeout_s=settings.confirmation_timeout_s,
         ),
     )
 
@@ -276,6 +279,7 @@ async def open_runtime(
                 build_summarizer(settings, model),
             ),
             memory=memory,
+            confirmations=executor.confirmations,
         )
         manager = TurnManager(
             turns=turns,

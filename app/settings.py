@@ -89,6 +89,8 @@ class Settings(BaseSettings):
     tool_breaker_open_s: float = Field(600.0, gt=0)
     tool_max_failures_per_turn: int = Field(3, ge=1)
     approval_timeout_s: float = Field(300.0, gt=0)
+    # How long a customer has to answer "please confirm: …" (tools marked `confirm`).
+    confirmation_timeout_s: float = Field(600.0, gt=0)
     # Extra regular expressions whose matches are masked in tool results, events and logs.
     redact_patterns: CommaList = Field(default_factory=list)
     # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances).

@@ -16,6 +16,7 @@ from app.errors import UpstreamLLMError
 from app.llm.gateway import ChatModel, ModelReply, ModelRequest, RequestedToolCall, collect
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor, TurnTools
+from app.tools.policy import TurnPolicy
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
 from app.workflow.recorder import StepRecorder
@@ -30,6 +31,22 @@ MAX_ROUNDS_REPLY = {
         "我可以为您转接人工客服，或者请告诉我最需要先处理的事项。"
     ),
 }
+
+
+def turn_language(run: TurnRun) -> Literal["en", "zh"]:
+    """The customer's language: their message, or the last earlier one that shows a script
+    (a bare order number says nothing)."""
+    texts = [run.user_text] + [
+        str(m.get("content") or "")
+        for m in reversed(run.messages)
+        if m.get("role") == "user" and not m.get("name")
+    ]
+    for text in texts:
+        if has_cjk(text):
+            return "zh"
+        if any(c.isascii() and c.isalpha() for c in text):
+            return "en"
+    return "en"
 
 
 @dataclass(frozen=True)
@@ -72,12 +89,15 @@ class TurnRun:
     user_text: str = ""
     steps: StepRecorder | None = None
     resume: Resume | None = None
+    policy: TurnPolicy = field(default_factory=TurnPolicy)
+    # Calls the customer has just confirmed: they run first, before the model is asked.
+    confirmed_calls: list[RequestedToolCall] = field(default_factory=list)
 
 
 @dataclass
 class TurnOutcome:
     text: str
-    stopped: Literal["final", "max_rounds"]
+    stopped: Literal["final", "max_rounds", "confirm", "confirmation_declined"]
     rounds: int = 0
     model: str | None = None
     prompt_tokens: int = 0
@@ -108,11 +128,17 @@ class AgentLoop:
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
-        tools = self.executor.for_turn(run.scope, run.steps or run.emitter)
+        tools = self.executor.for_turn(run.scope, run.steps or run.emitter, run.policy)
         if run.resume is not None:
             outcome.rounds = run.resume.rounds_used
             if run.resume.pending_calls:
                 await self._execute(run, tools, run.resume.pending_calls, outcome.rounds - 1)
+        if run.confirmed_calls:
+            await self._record_calls(run, "", run.confirmed_calls)
+            await self._execute(run, tools, run.confirmed_calls, outcome.rounds)
+            outcome.rounds += 1
+        if self._asks_to_confirm(run, tools, outcome):
+            return outcome
         while outcome.rounds < self.limits.max_rounds:
             # A tool that keeps failing in this turn is no longer offered.
             run.tools = [t for t in run.tools if t.name not in tools.given_up]
@@ -125,19 +151,35 @@ class AgentLoop:
                     outcome.text = text
                     return outcome
                 case CallTools(calls=calls, text=text):
-                    await run.transcript.assistant_calls(text, calls)
-                    run.messages.append(
-                        {
-                            "role": "assistant",
-                            "content": text or None,
-                            "tool_calls": [c.as_message_part() for c in calls],
-                        }
-                    )
+                    await self._record_calls(run, text, calls)
                     await self._execute(run, tools, calls, outcome.rounds)
                     outcome.rounds += 1
-        outcome.text = MAX_ROUNDS_REPLY["zh" if has_cjk(run.user_text) else "en"]
+                    if self._asks_to_confirm(run, tools, outcome):
+                        return outcome
+        outcome.text = MAX_ROUNDS_REPLY[turn_language(run)]
         outcome.stopped = "max_rounds"
         return outcome
+
+    @staticmethod
+    def _asks_to_confirm(run: TurnRun, tools: TurnTools, outcome: TurnOutcome) -> bool:
+        """A call needs the customer's yes: the runtime, not the model, reads the change back
+        and ends the turn; the call runs in the next turn if the answer is yes."""
+        if tools.readback is None:
+            return False
+        outcome.text = tools.readback.question(turn_language(run))
+        outcome.stopped = "confirm"
+        return True
+
+    @staticmethod
+    async def _record_calls(run: TurnRun, text: str, calls: list[RequestedToolCall]) -> None:
+        await run.transcript.assistant_calls(text, calls)
+        run.messages.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": [c.as_message_part() for c in calls],
+            }
+        )
 
     @staticmethod
     def _decide(reply: ModelReply) -> Step:

@@ -7,16 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from app.conversation import confirmation
 from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
 from app.conversation.context import ContextBuilder, flatten, group_turns
 from app.conversation.emitter import TurnEmitter
-from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun
+from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
 from app.conversation.tokens import estimate_tokens
 from app.conversation.understanding import DualChannel, Understanding
 from app.llm.gateway import RequestedToolCall
 from app.memory.extract import ToolEvidence
 from app.memory.port import TurnMemory
 from app.memory.records import Scope
+from app.storage.confirmations import ConfirmationStore
 from app.storage.messages import MessageStore
 from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
@@ -24,6 +26,7 @@ from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore
 from app.storage.tx import Tx
 from app.tools.context import TurnScope
+from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 _GOAL_CHARS = 500
 _UNDERSTAND_TURNS = 4
 _COMPLETED_STEPS_KEPT = 20
+_UNTRUSTED_KEPT = 10
 
 
 @dataclass(frozen=True)
@@ -122,11 +126,13 @@ class TurnRunner:
         channel: DualChannel | None = None,
         context: ContextBuilder | None = None,
         memory: TurnMemory | None = None,
+        confirmations: ConfirmationStore | None = None,
     ) -> None:
         self.context = context or ContextBuilder(
             snapshots, config.system_prompt, BudgetConfig(), ExtractiveSummarizer()
         )
         self.memory = memory
+        self.confirmations = confirmations
         self.channel = channel or DualChannel(None, 1.0)
         self.steps = steps
         self.redactor = redactor or Redactor()
@@ -173,11 +179,20 @@ class TurnRunner:
         if note is not None:
             extra.append(note)
         memory_scope = Scope(turn.tenant_id, user_id)
+        untrusted: list[str] = []
         if self.memory is not None and resume is None:
-            extra += await self._recall(turn, memory_scope, user_text, understanding, emitter)
+            notes, untrusted = await self._recall(
+                turn, memory_scope, user_text, understanding, emitter
+            )
+            extra += notes
+        answer = None
+        if self.confirmations is not None and resume is None:
+            answer = await confirmation.resolve(self.confirmations, turn, user_text)
+        tools = self.channel.tools_for(self.registry.offered(), understanding)
+        confirmed = [answer.call] if answer is not None and answer.call is not None else []
         run = TurnRun(
             messages=await self.context.build(turn.session_id, snapshot, turns, extra),
-            tools=self.channel.tools_for(self.registry.offered(), understanding),
+            tools=tools,
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
                 user_id=user_id,
@@ -190,8 +205,22 @@ class TurnRunner:
             user_text=user_text,
             steps=recorder,
             resume=resume,
+            policy=TurnPolicy(
+                offered=frozenset(t.name for t in tools),
+                confirmed=frozenset(c.id for c in confirmed)
+                | await self._confirmed_before(turn, resume),
+                taint=Taint(
+                    untrusted, lasting=snapshot.state.get("untrusted", []) if snapshot else []
+                ),
+            ),
+            confirmed_calls=confirmed,
         )
-        outcome = await self.loop.run(run)
+        if answer is not None and answer.reply_kind is not None:
+            # "No" (or a yes too late) needs no model: the runtime says what happened.
+            text = confirmation.REPLIES[answer.reply_kind][turn_language(run)]
+            outcome = TurnOutcome(text=text, stopped="confirmation_declined")
+        else:
+            outcome = await self.loop.run(run)
         if self.memory is not None:  # before the turn ends: what is acknowledged is stored
             await self._remember(turn, memory_scope, user_text, outcome.text, transcript, history)
         await self.turns.complete(
@@ -204,7 +233,7 @@ class TurnRunner:
             completion_tokens=outcome.completion_tokens,
             metadata={"stopped": outcome.stopped, **outcome.metadata},
             snapshot=lambda tx: self._update_snapshot(
-                tx, turn, snapshot, user_text, transcript, understanding
+                tx, turn, snapshot, user_text, transcript, understanding, run.policy.taint
             ),
         )
         if self.steps is not None and asks_the_user(outcome.text):
@@ -224,6 +253,12 @@ class TurnRunner:
             )
         return outcome
 
+    async def _confirmed_before(self, turn: Turn, resume: Resume | None) -> frozenset[str]:
+        """A retried turn keeps the confirmations its customer already gave."""
+        if resume is None or self.confirmations is None:
+            return frozenset()
+        return await self.confirmations.confirmed_calls(turn.id)
+
     async def _recall(
         self,
         turn: Turn,
@@ -231,15 +266,16 @@ class TurnRunner:
         user_text: str,
         understanding: Understanding | None,
         emitter: TurnEmitter,
-    ) -> list[dict[str, Any]]:
-        """Recall what this user's history offers (or forget on request); system notes to add."""
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Recall what this user's history offers (or forget on request): the notes to add to
+        the context, and where untrusted text among them came from (for the taint rule)."""
         assert self.memory is not None
         intent = understanding.result.intent if understanding else None
         try:
             before = await self.memory.before_turn(scope, turn.session_id, user_text, intent)
         except Exception:  # memory is a help, never a reason to fail the turn
             log.exception("memory recall failed")
-            return []
+            return [], []
         notes: list[dict[str, Any]] = []
         if before.forget_command:
             await emitter.emit("memory.forgotten", {"count": len(before.forgotten)})
@@ -255,7 +291,7 @@ class TurnRunner:
             await emitter.emit("memory.recalled", before.recall.event)
         if before.recall.message is not None:
             notes.append(before.recall.message)
-        return notes
+        return notes, []
 
     async def _remember(
         self,
@@ -295,6 +331,7 @@ class TurnRunner:
         user_text: str,
         transcript: _Transcript,
         understanding: Understanding | None,
+        taint: Taint,
     ) -> None:
         fields: dict[str, Any] = {}
         if snapshot is None or not snapshot.active_goal:
@@ -304,6 +341,8 @@ class TurnRunner:
             fields["completed_steps"] = done[-_COMPLETED_STEPS_KEPT:]
         state = dict(snapshot.state) if snapshot else {}
         state["last_turn"] = turn.number
+        if taint.lasting:  # untrusted tool output stays in the conversation: so does its taint
+            state["untrusted"] = taint.lasting[-_UNTRUSTED_KEPT:]
         if understanding is not None:
             state["intent"] = understanding.result.intent
             slots = dict(state.get("slots", {}))
