@@ -8,6 +8,7 @@ blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 
 from app.demo import account, actions, outbox
@@ -27,7 +28,14 @@ from app.demo.records import (
     Ticket,
     TrackingEvent,
 )
+from app.demo.world import CST, iso
 from app.storage.sqlite import Database
+
+
+def _stamp(epoch: float) -> str:
+    """An epoch time as the demo stores times (ISO 8601 in China Standard Time), so that
+    string comparison orders them."""
+    return iso(datetime.fromtimestamp(epoch, CST))
 
 
 class DemoStore:
@@ -112,6 +120,38 @@ class DemoStore:
             estimated_delivery=row["estimated_delivery"],
             events=tuple(TrackingEvent(*e) for e in events),
         )
+
+    # -- history, for the rules over what was already done (app/tools/policy/history.py) -----
+
+    async def refunded_cents(
+        self, customer_id: str, *, order_id: str | None = None, since: float | None = None
+    ) -> int:
+        """Refunds of the customer not rejected: on one order, and/or since a moment."""
+        sql = (
+            "SELECT COALESCE(SUM(amount_cents), 0) FROM refunds"
+            " WHERE customer_id = ? AND status != 'rejected'"
+        )
+        params: list[object] = [customer_id]
+        if order_id is not None:
+            sql += " AND order_id = ?"
+            params.append(order_id)
+        if since is not None:
+            sql += " AND created_at >= ?"
+            params.append(_stamp(since))
+        row = await self.db.fetchone(sql, params)
+        return int(row[0]) if row is not None else 0
+
+    async def contact_changes(
+        self, customer_id: str, *, session_id: str, since: float | None
+    ) -> int:
+        """Contact changes of the customer in this session or since a moment."""
+        sql = "SELECT COUNT(*) FROM contact_changes WHERE customer_id = ? AND (session_id = ?"
+        params: list[object] = [customer_id, session_id]
+        if since is not None:
+            sql += " OR created_at >= ?"
+            params.append(_stamp(since))
+        row = await self.db.fetchone(sql + ")", params)
+        return int(row[0]) if row is not None else 0
 
     # -- writes (one transaction each, on the writer thread) ----------------------------------
 

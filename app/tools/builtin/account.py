@@ -6,6 +6,7 @@ from typing import Any
 
 from app.tools.builtin._demo import actor, demo_store, refusals
 from app.tools.context import ToolContext
+from app.tools.policy.history import History, HistoryQuery
 
 
 def mask_phone(phone: str) -> str:
@@ -45,3 +46,11 @@ async def update_contact_info(ctx: ToolContext, field: str, value: str) -> dict[
         "status": "updated",
         "masked_value": _MASKS[change.field](change.new_value),
     }
+
+
+async def contact_change_history(ctx: ToolContext, query: HistoryQuery) -> History:
+    """How many times this customer's contact details changed in this session or window."""
+    changes = await demo_store(ctx).contact_changes(
+        ctx.user_id, session_id=ctx.session_id, since=query.since
+    )
+    return History(done=changes)

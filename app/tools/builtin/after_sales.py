@@ -6,6 +6,7 @@ from typing import Any
 
 from app.tools.builtin._demo import actor, demo_store, money, refusals, to_cents
 from app.tools.context import ToolContext
+from app.tools.policy.history import History, HistoryQuery
 
 
 async def request_refund(
@@ -36,3 +37,26 @@ async def request_return(
         "status": created.status,
         "label_url": created.label_url,
     }
+
+
+async def refund_history(ctx: ToolContext, query: HistoryQuery) -> History:
+    """What was already refunded to this customer: on the call's order (`per: order_id`) or
+    in the rule's window (`per: customer`). A call without an amount refunds what is left of
+    the order, so that is what it adds."""
+    store = demo_store(ctx)
+    order_id = str(query.arguments.get("order_id", ""))
+    per_order = query.rule.per == "order_id"
+    done = await store.refunded_cents(
+        ctx.user_id, order_id=order_id if per_order else None, since=query.since
+    )
+    this_call = None
+    if query.arguments.get("amount") is None:
+        order = await store.order_for(ctx.user_id, order_id)
+        left = 0
+        if order is not None:
+            on_order = (
+                done if per_order else await store.refunded_cents(ctx.user_id, order_id=order_id)
+            )
+            left = max(order.total_cents - on_order, 0)
+        this_call = money(left)
+    return History(done=money(done), this_call=this_call)
