@@ -161,3 +161,34 @@ async def stream_turn(
             if event.event in TERMINAL:
                 break
     return events
+
+
+async def stream_turn_deciding(
+    client: httpx.AsyncClient,
+    session_id: str,
+    content: str,
+    decision: str = "approve",
+    **extra: Any,
+) -> list[SseEvent]:
+    """Like `stream_turn`, and every approval the turn waits for is decided over the API
+    (`decision` is "approve" or "reject") as an operator would."""
+    events: list[SseEvent] = []
+    async with client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": content, **extra},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise AssertionError(f"{response.status_code}: {response.text}")
+        async for event in read_events(response):
+            events.append(event)
+            if event.event == "approval.requested":
+                url = f"/v1/sessions/{session_id}/approvals/{event.data['approval_id']}"
+                decided = await client.post(url, json={"decision": decision})
+                if decided.status_code != 200:
+                    raise AssertionError(f"{decided.status_code}: {decided.text}")
+            if event.event in TERMINAL:
+                break
+    return events

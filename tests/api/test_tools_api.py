@@ -146,7 +146,9 @@ async def test_approval_expires(make_settings: Any, fake_llm: FakeLLMServer) -> 
     async with serve(settings) as svc:
         session_id = await new_session(svc)
         body = (
-            await svc.client.post(f"/v1/sessions/{session_id}/messages", json={"content": "go"})
+            await svc.client.post(
+                f"/v1/sessions/{session_id}/messages", json={"content": "tell our partner hi"}
+            )
         ).json()
         assert body["status"] == "completed"
         approvals = (await svc.client.get(f"/v1/sessions/{session_id}/approvals")).json()["items"]
@@ -170,7 +172,7 @@ async def test_only_operators_decide(make_settings: Any, fake_llm: FakeLLMServer
         svc.client.headers["Authorization"] = f"Bearer {agent}"
         session_id = await new_session(svc)
         events, (manager, iterator) = await _stream_until(
-            svc, session_id, "go", "approval.requested"
+            svc, session_id, "tell our partner hi", "approval.requested"
         )
         url = f"/v1/sessions/{session_id}/approvals/{events[-1].data['approval_id']}"
         assert_error(await svc.client.post(url, json={"decision": "approve"}), 403, "forbidden")
@@ -244,7 +246,7 @@ async def test_send_email_waits_for_approval_and_arrives_once(
         async with serve(settings) as svc:
             session_id = await new_session(svc, "cust_0001")
             events, (manager, iterator) = await _stream_until(
-                svc, session_id, "email me", "approval.requested"
+                svc, session_id, "please put that in writing for me", "approval.requested"
             )
             assert events[-1].data["arguments"]["to"] == "l***@example.com"  # masked for humans too
             assert sink.received() == []

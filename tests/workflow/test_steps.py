@@ -49,7 +49,7 @@ async def test_traces_and_the_batch_of_parallel_reads(
         Reply("done", usage=(40, 3)),
     )
     session_id = await new_session(svc)
-    assert (await post(svc, session_id, "go")).status_code == 200
+    assert (await post(svc, session_id, "what are a and b? note n")).status_code == 200
     steps = await steps_of(svc, session_id)
     by_key = {s["key"]: s for s in steps}
     assert [s["key"] for s in steps] == [
@@ -172,7 +172,7 @@ async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
         Fail(500),  # llm_retries=1: the second model call fails for good
     )
     session_id = await new_session(svc)
-    failed = await post(svc, session_id, "note the refund")
+    failed = await post(svc, session_id, "write this down")
     assert_error(failed, 502, "llm_unavailable")
     steps = {s["key"]: s for s in await steps_of(svc, session_id)}
     assert steps["tool:w1"]["status"] == "succeeded"
