@@ -51,14 +51,24 @@ def message_id_for(idempotency_key: str, sender: str) -> str:
     return f"<{idempotency_key}@{domain}>"
 
 
+class MailComposeError(ValueError):
+    """These fields make no valid message (a line break in a header, text that won't encode).
+    Permanent: the same fields fail again."""
+
+
 def compose(*, message_id: str, sender: str, to: str, subject: str, body: str) -> EmailMessage:
-    message = EmailMessage()
-    message["Message-ID"] = message_id
-    message["From"] = sender
-    message["To"] = to
-    message["Subject"] = subject
-    message["Date"] = formatdate(localtime=True)
-    message.set_content(body)
+    """The message, checked to serialise, or `MailComposeError` saying why it can't be built."""
+    try:
+        message = EmailMessage()
+        message["Message-ID"] = message_id
+        message["From"] = sender
+        message["To"] = to
+        message["Subject"] = subject
+        message["Date"] = formatdate(localtime=True)
+        message.set_content(body)
+        message.as_bytes()  # fail here, not halfway through the SMTP conversation
+    except (ValueError, TypeError) as exc:  # UnicodeError is a ValueError
+        raise MailComposeError(f"the message cannot be built: {exc}") from exc
     return message
 
 

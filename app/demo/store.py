@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.demo import account, actions, outbox
-from app.demo.mail import MailDeliveryError, Mailer, compose
+from app.demo.mail import MailComposeError, MailDeliveryError, Mailer, compose
 from app.demo.outbox import Draft
 from app.demo.records import (
     Actor,
@@ -208,19 +208,25 @@ class DemoStore:
             task.exception()  # retrieved here: the caller may have stopped listening
 
     async def _deliver(self, email: Email, mailer: Mailer) -> Email:
-        message = compose(
-            message_id=email.message_id,
-            sender=email.sender,
-            to=email.recipient,
-            subject=email.subject,
-            body=email.body,
-        )
         key, attempt = email.idempotency_key, email.attempts
+        # Everything after the claim is inside the try: whatever fails (building the message,
+        # sending it), the row ends `failed` with the reason, never stuck in `sending`.
         try:
+            message = compose(
+                message_id=email.message_id,
+                sender=email.sender,
+                to=email.recipient,
+                subject=email.subject,
+                body=email.body,
+            )
             await mailer.send(message)
         except Exception as exc:
             # Failed means "may be retried with the same key"; the error says why.
-            error = str(exc) if isinstance(exc, MailDeliveryError) else type(exc).__name__
+            error = (
+                str(exc)
+                if isinstance(exc, MailDeliveryError | MailComposeError)
+                else type(exc).__name__
+            )
             await self.db.write(lambda c: outbox.mark_failed(c, key, attempt, error))
             raise
         await self.db.write(lambda c: outbox.mark_sent(c, key, attempt))

@@ -1,12 +1,20 @@
-"""Pending human approvals for tool calls, and their decisions."""
+"""Pending human approvals for tool calls, and their decisions.
+
+An approval keeps two copies of the arguments: `arguments`, masked, for everyone (and the
+`approval.requested` event), and `arguments_full`, as the tool will receive them, which the
+API shows only to operators and admins. `sensitive` says per field what the masks hide.
+Decisions and reads of the full arguments are written to the audit log in the same
+transaction as what they describe.
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.storage import audit
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -29,11 +37,17 @@ class Approval:
     created_at: float
     expires_at: float
     decided_at: float | None
+    sensitive: list[dict[str, Any]] = field(default_factory=list)
+    # Unmasked: never in events, logs or reprs; the API shows it to operators only, audited.
+    arguments_full: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Approval:
         values = {name: row[name] for name in row.keys()}
         values["arguments"] = json.loads(values["arguments"])
+        full = values.get("arguments_full")
+        values["arguments_full"] = None if full is None else json.loads(full)
+        values["sensitive"] = json.loads(values.get("sensitive") or "[]")
         return cls(**values)
 
 
@@ -60,14 +74,18 @@ class ApprovalStore(Store):
         arguments: dict[str, Any],
         reason: str,
         timeout_s: float,
+        arguments_full: dict[str, Any] | None = None,
+        sensitive: list[dict[str, Any]] | None = None,
     ) -> Approval:
+        """`arguments` masked (they go into the event), `arguments_full` as the tool gets them."""
         approval_id = new_id("apr")
+        sensitive = list(sensitive or [])
 
         def create(tx: Tx) -> Approval:
             tx.execute(
                 "INSERT INTO approvals (id, tenant_id, session_id, turn_id, call_id, tool,"
-                " arguments, reason, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " arguments, arguments_full, sensitive, reason, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     tenant_id,
@@ -76,6 +94,8 @@ class ApprovalStore(Store):
                     call_id,
                     tool,
                     dumps(arguments),
+                    None if arguments_full is None else dumps(arguments_full),
+                    dumps(sensitive),
                     reason,
                     tx.now,
                     tx.now + timeout_s,
@@ -93,6 +113,7 @@ class ApprovalStore(Store):
                     "call_id": call_id,
                     "tool": tool,
                     "arguments": arguments,
+                    "sensitive": sensitive,
                     "reason": reason,
                     "expires_at": approval.expires_at,
                 },
@@ -111,11 +132,13 @@ class ApprovalStore(Store):
         status: ApprovalStatus,
         decided_by: str,
         reason: str | None,
+        role: str | None = None,
     ) -> Approval | None:
         """Record a decision once; None if there is no such approval for this tenant/session.
 
         Raises `ApprovalNotPending` when it was already decided or has expired (an approval
-        past its deadline is marked expired now, and stays so).
+        past its deadline is marked expired now, and stays so). A decision by a person (`role`
+        given) is audited as `approval.decided` in the same transaction.
         """
 
         def decide(tx: Tx) -> tuple[Approval | None, bool]:
@@ -131,6 +154,17 @@ class ApprovalStore(Store):
                 _set(tx, approval, "expired", "system", "no decision before it expired")
                 return _get(tx, approval_id), False
             _set(tx, approval, status, decided_by, reason)
+            if role is not None:
+                audit.record(
+                    tx,
+                    tenant_id=tenant_id,
+                    actor=decided_by,
+                    role=role,
+                    action="approval.decided",
+                    target_id=approval_id,
+                    session_id=session_id,
+                    details={"tool": approval.tool, "decision": status, "reason": reason},
+                )
             return _get(tx, approval_id), True
 
         approval, accepted = await self.transact(decide)
@@ -141,6 +175,34 @@ class ApprovalStore(Store):
     async def get(self, approval_id: str) -> Approval | None:
         row = await self.db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         return None if row is None else Approval.from_row(row)
+
+    async def get_for_session(
+        self, tenant_id: str, session_id: str, approval_id: str
+    ) -> Approval | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM approvals WHERE id = ? AND tenant_id = ? AND session_id = ?",
+            (approval_id, tenant_id, session_id),
+        )
+        return None if row is None else Approval.from_row(row)
+
+    async def audit_full_read(self, approvals: list[Approval], *, actor: str, role: str) -> None:
+        """Record that `actor` is being shown these approvals' unmasked arguments."""
+
+        def write(tx: Tx) -> None:
+            for approval in approvals:
+                audit.record(
+                    tx,
+                    tenant_id=approval.tenant_id,
+                    actor=actor,
+                    role=role,
+                    action="approval.read_full",
+                    target_id=approval.id,
+                    session_id=approval.session_id,
+                    details={"tool": approval.tool, "status": approval.status},
+                )
+
+        if approvals:
+            await self.transact(write)
 
     async def list_for_session(
         self, tenant_id: str, session_id: str, status: str | None = None

@@ -2,12 +2,16 @@
 
 The decision is stored first (so it survives whatever happens to the waiting turn), then the
 waiting call is woken. A call nobody decides on in time gets an `approval_expired` result.
+
+Operators decide on what will really run: the unmasked arguments are kept with the approval
+and shown to operators and admins only, each such read audited (`reveal`); everyone sees the
+masked arguments and the summary of what is sensitive in them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,9 +52,15 @@ class ApprovalBroker:
         tool: str,
         arguments: dict[str, Any],
         reason: str,
+        arguments_full: dict[str, Any] | None = None,
+        sensitive: Sequence[Mapping[str, Any]] = (),
         on_created: Callable[[Approval], Awaitable[None]] | None = None,
     ) -> Outcome:
-        """Create the approval (announced as `approval.requested`) and wait for a decision."""
+        """Create the approval (announced as `approval.requested`) and wait for a decision.
+
+        `arguments` are masked (everyone and the event see them); `arguments_full` are what
+        the tool will run with; `sensitive` summarises per field what the masks hide.
+        """
         approval = await self.store.create(
             tenant_id=scope.tenant_id,
             session_id=scope.session_id,
@@ -58,6 +68,8 @@ class ApprovalBroker:
             call_id=call_id,
             tool=tool,
             arguments=arguments,
+            arguments_full=arguments_full,
+            sensitive=[dict(item) for item in sensitive],
             reason=reason,
             timeout_s=self.timeout_s,
         )
@@ -105,6 +117,7 @@ class ApprovalBroker:
                 status="approved" if decision == "approve" else "rejected",
                 decided_by=principal.subject,
                 reason=reason,
+                role=principal.role,
             )
         except ApprovalNotPending as exc:
             raise ApprovalClosed(
@@ -123,3 +136,24 @@ class ApprovalBroker:
         self, principal: Principal, session_id: str, status: str | None
     ) -> list[Approval]:
         return await self.store.list_for_session(principal.tenant_id, session_id, status)
+
+    async def get(self, principal: Principal, session_id: str, approval_id: str) -> Approval:
+        approval = await self.store.get_for_session(principal.tenant_id, session_id, approval_id)
+        if approval is None:
+            raise ApprovalNotFound("no such approval", approval_id=approval_id)
+        return approval
+
+    async def reveal(self, principal: Principal, approvals: Sequence[Approval]) -> bool:
+        """Whether `principal` may see these approvals' unmasked arguments.
+
+        Operators and admins may; the read is audited (`approval.read_full`, one row per
+        approval) before anything is shown, so a read that cannot be audited is not made.
+        """
+        if not principal.at_least("operator"):
+            return False
+        await self.store.audit_full_read(
+            [a for a in approvals if a.arguments_full is not None],
+            actor=principal.subject,
+            role=principal.role,
+        )
+        return True

@@ -329,13 +329,17 @@ class TurnTools:
                 f"{spec.name} needs a human approval and none can be asked for here",
             )
         from app.resilience import deadline
+        from app.tools.sensitive import summarize
 
         deadline.extend(broker.timeout_s)  # waiting for a person is not the turn's own time
+        redactor = self.executor.redactor
         outcome = await broker.request(
             self.scope,
             call_id=call.id,
             tool=spec.name,
-            arguments=self.executor.redactor.data(args),
+            arguments=redactor.data(args),
+            arguments_full=args,  # what will run: operators see it, audited
+            sensitive=summarize(args, redactor),
             reason=reason,
             on_created=lambda approval: self.events.approval_requested(call, approval),
         )

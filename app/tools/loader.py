@@ -113,7 +113,11 @@ META_SCHEMA: dict[str, Any] = {
             "required": ["type", "properties", "additionalProperties"],
             "properties": {
                 "type": {"const": "object"},
-                "properties": {"type": "object"},
+                "properties": {
+                    "type": "object",
+                    # Hermes' own keyword: line breaks allowed (app/tools/validation.py).
+                    "additionalProperties": {"properties": {"x-multiline": {"type": "boolean"}}},
+                },
                 "required": {"type": "array", "items": {"type": "string"}},
                 "additionalProperties": {"const": False},
             },

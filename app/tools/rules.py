@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.tools.spec import BusinessRule, ToolSpec
+from app.tools.validation import single_address
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,21 @@ class Violation:
         return self.rule.on_violation
 
 
-def _domain(address: str) -> str:
-    return address.rsplit("@", 1)[-1].strip().lower() if "@" in address else ""
+def _outside(value: Any, allowed: set[str]) -> list[str]:
+    """The domains of every address in the field (one, or a list) outside `allowed`.
+
+    Never "the part after the last @": "x@evil.com,y@example.com" is not an example.com
+    address, it is not one address at all, and it fails. Only domains are named: the reason
+    travels in events, where addresses are masked.
+    """
+    addresses = value if isinstance(value, list | tuple) else [value]
+    outside: list[str] = []
+    for address in addresses:
+        parsed = single_address(address) if isinstance(address, str) else None
+        what = "(not one plain address)" if parsed is None else parsed[1]
+        if what not in allowed and what not in outside:
+            outside.append(what)
+    return outside
 
 
 def check(rule: BusinessRule, args: dict[str, Any]) -> Violation | None:
@@ -28,13 +42,13 @@ def check(rule: BusinessRule, args: dict[str, Any]) -> Violation | None:
         return None
     if rule.kind == "domain_allowlist":
         allowed = {d.lower() for d in rule.values}
-        domain = _domain(str(value))
-        if domain not in allowed:
+        outside = _outside(value, allowed)
+        if outside:
             return Violation(
                 rule,
                 rule.message
-                or f"{rule.field} {value!r} is outside the allowed domains "
-                f"({', '.join(sorted(allowed))})",
+                or f"{rule.field} is outside the allowed domains ({', '.join(sorted(allowed))}): "
+                f"{', '.join(outside)}",
             )
         return None
     if rule.kind == "max_value":

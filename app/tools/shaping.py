@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,47 +28,64 @@ def _mask_email(match: re.Match[str]) -> str:
 
 _DIGITS_NOT_AROUND = r"(?<![\d\w]){}(?![\d\w])"
 
-# (name, pattern, replacement) in the order they are applied.
-_BUILTIN: list[tuple[str, re.Pattern[str], Any]] = [
-    (
+
+@dataclass(frozen=True)
+class Detector:
+    """One kind of sensitive value: how to find it and how to mask it.
+
+    `kind` is what the value is (several detectors may share one); app.tools.sensitive reports
+    kinds to operators with the same detectors the masking uses.
+    """
+
+    kind: str
+    pattern: re.Pattern[str]
+    mask: Callable[[re.Match[str]], str]
+
+
+# In the order they are applied: a value masked by one is no longer seen by the next.
+DETECTORS: tuple[Detector, ...] = (
+    Detector(
         "api_key",
         re.compile(
             r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}\b|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}\b"
         ),
         lambda m: m[0][:3] + "****",
     ),
-    (
-        "bearer",
+    Detector(
+        "api_key",
         re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*"),
         lambda _m: "Bearer ****",
     ),
-    (
-        "secret_assignment",
+    Detector(
+        "secret",
         re.compile(r"(?i)\b(password|passwd|secret|api[_-]?key|token)\b(\s*[:=]\s*)([^\s,;\"']+)"),
         lambda m: f"{m[1]}{m[2]}****",
     ),
-    ("email", re.compile(r"\b([A-Za-z0-9._%+-]+)@([A-Za-z0-9.-]+\.[A-Za-z]{2,})\b"), _mask_email),
-    (
+    Detector(
+        "email", re.compile(r"\b([A-Za-z0-9._%+-]+)@([A-Za-z0-9.-]+\.[A-Za-z]{2,})\b"), _mask_email
+    ),
+    Detector(
         "id_card",
         re.compile(
             _DIGITS_NOT_AROUND.format(r"\d{6}(?:19|20)\d{2}(?:0[1-9]|1[0-2])\d{2}\d{3}[\dXx]")
         ),
         lambda m: _keep_ends(m[0], 3, 4),
     ),
-    (
-        "bank_account",
+    Detector(
+        "bank_card",
         re.compile(_DIGITS_NOT_AROUND.format(r"(?:\d[ -]?){15,18}\d")),
         lambda m: "****" + re.sub(r"\D", "", m[0])[-4:],
     ),
-    (
+    Detector(
         "phone",
         re.compile(_DIGITS_NOT_AROUND.format(r"(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}")),
         lambda m: _keep_ends(re.sub(r"[ -]", "", m[0]), 3, 4),
     ),
-    ("e164", re.compile(r"(?<![\w+])\+\d{8,15}(?!\d)"), lambda m: _keep_ends(m[0], 3, 2)),
-]
+    Detector("phone", re.compile(r"(?<![\w+])\+\d{8,15}(?!\d)"), lambda m: _keep_ends(m[0], 3, 2)),
+)
 
-_SENSITIVE_KEYS = re.compile(
+# Fields whose whole value is masked, whatever it looks like.
+SENSITIVE_KEYS = re.compile(
     r"(?i)^(password|passwd|secret|token|api[_-]?key|access[_-]?key|id[_-]?card|"
     r"bank[_-]?(account|card)|card[_-]?number|cvv)$"
 )
@@ -85,8 +102,8 @@ class Redactor:
         return cls(tuple(re.compile(p) for p in patterns))
 
     def text(self, value: str) -> str:
-        for _name, pattern, replace in _BUILTIN:
-            value = pattern.sub(replace, value)
+        for detector in DETECTORS:
+            value = detector.pattern.sub(detector.mask, value)
         for pattern in self.extra:
             value = pattern.sub("****", value)
         return value
@@ -97,9 +114,7 @@ class Redactor:
         if isinstance(value, dict):
             return {
                 k: (
-                    "****"
-                    if _SENSITIVE_KEYS.match(str(k)) and v not in (None, "")
-                    else self.data(v)
+                    "****" if SENSITIVE_KEYS.match(str(k)) and v not in (None, "") else self.data(v)
                 )
                 for k, v in value.items()
             }

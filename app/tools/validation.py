@@ -3,17 +3,24 @@
 Arguments are coerced only where the schema asks for a scalar type and the value is an
 unambiguous spelling of it ("5" for an integer, 202405201234 for a string). Every problem is
 reported with the field, what was expected and what was received, so the model can fix it.
+
+Beyond the schema, and before anything is approved or run: numbers must be finite (Python's
+json reads NaN and Infinity), a `format: email` field holds exactly one plain address (the
+jsonschema default accepts "a@x.com,b@y.com"), and strings carry no control characters; line
+breaks (LF or CRLF) only where the field's schema says `x-multiline: true`, since a line break
+in a one-line field is how headers get injected.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import ValidationError
+from jsonschema import FormatChecker, ValidationError
 from jsonschema.validators import Draft202012Validator
 
 _INT = re.compile(r"^[+-]?\d+$")
@@ -22,7 +29,7 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _FORMAT_HINTS = {
     "date": "a date as YYYY-MM-DD",
     "date-time": "a date-time as YYYY-MM-DDTHH:MM:SSZ",
-    "email": "an email address like name@example.com",
+    "email": "exactly one plain email address like name@example.com (no name, list or spaces)",
     "uri": "an absolute URI",
     "uuid": "a UUID",
 }
@@ -51,11 +58,33 @@ class InvalidArguments(Exception):
         )
 
 
+# One plain address: a dot-atom local part, "@", a host name with at least one dot. Nothing
+# else: no display name, angle brackets, spaces, separators or second "@".
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_ADDRESS = re.compile(rf"({_ATOM}(?:\.{_ATOM})*)@({_LABEL}(?:\.{_LABEL})+)")
+
+
+def single_address(value: str) -> tuple[str, str] | None:
+    """(local part, lower-cased domain) when `value` is exactly one plain address, else None."""
+    match = _ADDRESS.fullmatch(value) if len(value) <= 254 else None
+    if match is None or len(match[1]) > 64:
+        return None
+    return match[1], match[2].lower()
+
+
+_FORMATS = FormatChecker(formats=())
+_FORMATS.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
+
+
+@_FORMATS.checks("email")
+def _one_address(value: object) -> bool:
+    return not isinstance(value, str) or single_address(value) is not None
+
+
 @lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(
-        json.loads(schema_json), format_checker=Draft202012Validator.FORMAT_CHECKER
-    )
+    return Draft202012Validator(json.loads(schema_json), format_checker=_FORMATS)
 
 
 def validator_for(schema: dict[str, Any]) -> Draft202012Validator:
@@ -71,16 +100,15 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or a number too long to convert
         snippet = text if len(text) <= 120 else text[:117] + "..."
+        why = (
+            f"{exc.msg} at char {exc.pos}"
+            if isinstance(exc, json.JSONDecodeError)
+            else "a number with too many digits"
+        )
         raise InvalidArguments(
-            [
-                ArgumentProblem(
-                    "(arguments)",
-                    "a JSON object",
-                    f"malformed JSON ({exc.msg} at char {exc.pos}): {snippet}",
-                )
-            ],
+            [ArgumentProblem("(arguments)", "a JSON object", f"malformed JSON ({why}): {snippet}")],
             malformed_json=True,
         ) from None
     if not isinstance(value, dict):
@@ -105,12 +133,13 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
         return {k: coerce(v, props[k]) if k in props else v for k, v in value.items()}
     if isinstance(value, list) and "array" in types and isinstance(schema.get("items"), dict):
         return [coerce(v, schema["items"]) for v in value]
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= 100:  # longer is no number anyone means
         text = value.strip()
         if "integer" in types and "string" not in types and _INT.match(text):
             return int(text)
         if "number" in types and "string" not in types and _NUMBER.match(text):
-            return float(text) if not _INT.match(text) else int(text)
+            number = float(text) if not _INT.match(text) else int(text)
+            return number if math.isfinite(number) else value
         if "boolean" in types and "string" not in types and text.lower() in ("true", "false"):
             return text.lower() == "true"
     if isinstance(value, bool):
@@ -178,12 +207,67 @@ def _problem(error: ValidationError, root: dict[str, Any]) -> ArgumentProblem:
     return ArgumentProblem(path, _expected(error.schema), _show(error.instance))
 
 
+def _field(path: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in path) or "(arguments)"
+
+
+def _non_finite(value: Any, path: tuple[Any, ...] = ()) -> list[ArgumentProblem]:
+    if isinstance(value, float) and not math.isfinite(value):
+        spelled = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return [ArgumentProblem(_field(path), "a finite number", spelled)]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _non_finite(v, (*path, k))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, (*path, i))]
+    return []
+
+
+# Every C0 control but TAB, DEL, the C1 controls and the Unicode line/paragraph separators;
+# in a multi-line field, LF and CRLF line breaks are text (a lone CR is not).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_MULTILINE = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMES = {"\n": "a line break (\\n)", "\r": "a carriage return (\\r)"}
+
+
+def _control_problems(value: Any, schema: Any, path: tuple[Any, ...] = ()) -> list[ArgumentProblem]:
+    schema = schema if isinstance(schema, dict) else {}
+    if isinstance(value, str):
+        multiline = schema.get("x-multiline") is True
+        bad = (_CONTROL_MULTILINE if multiline else _CONTROL).search(value)
+        if bad is None:
+            return []
+        what = _NAMES.get(bad[0], f"control character U+{ord(bad[0]):04X}")
+        expected = (
+            "text without control characters (line breaks are allowed)"
+            if multiline
+            else "one line without control characters"
+        )
+        return [ArgumentProblem(_field(path), expected, f"{what} at character {bad.start()}")]
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        rest = schema.get("additionalProperties")
+        return [
+            problem
+            for k, v in value.items()
+            for problem in _control_problems(v, props.get(k, rest), (*path, k))
+        ]
+    if isinstance(value, list | tuple):
+        items = schema.get("items")
+        return [p for i, v in enumerate(value) for p in _control_problems(v, items, (*path, i))]
+    return []
+
+
 def validate_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """Coerced, valid arguments or `InvalidArguments` listing every problem."""
+    non_finite = _non_finite(arguments)
+    if non_finite:  # before the schema: its keywords do arithmetic that NaN breaks
+        raise InvalidArguments(non_finite)
     value = coerce(arguments, schema)
     errors = sorted(validator_for(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise InvalidArguments([_problem(e, schema) for e in errors])
+    problems = [_problem(e, schema) for e in errors] + _control_problems(value, schema)
+    if problems:
+        raise InvalidArguments(problems)
     return value
 
 

@@ -13,7 +13,7 @@ import pytest
 from app.demo.errors import DemoError
 from app.demo.fixtures import FOREIGN_ORDER, HAN_MEIMEI, LI_LEI, SHIPPED_ORDER, SHIPPED_TRACKING
 from app.demo.generator import regenerate
-from app.demo.mail import MailDeliveryError
+from app.demo.mail import MailComposeError, MailDeliveryError
 from app.demo.outbox import Draft
 from app.demo.records import Actor
 from app.demo.store import DemoStore
@@ -132,3 +132,46 @@ async def test_another_user_cannot_reuse_a_key(store: DemoStore) -> None:
         await store.send_email(actor("idem_owned", HAN_MEIMEI), DRAFT, mailer)
     assert caught.value.code == "idempotency_conflict"
     assert len(mailer.sent) == 1
+
+
+async def test_a_message_that_cannot_be_built_leaves_the_row_failed_not_sending(
+    store: DemoStore, tmp_path: Path
+) -> None:
+    mailer = RecordingMailer()
+    bad = Draft(DRAFT.message_id, DRAFT.sender, DRAFT.recipient, "Hi\r\nBcc: x@evil.com", "Body")
+    with pytest.raises(MailComposeError):
+        await store.send_email(actor("idem_bad_header"), bad, mailer)
+    [(status, error)] = query(
+        tmp_path / "demo.db",
+        "SELECT status, error FROM emails WHERE idempotency_key = 'idem_bad_header'",
+    )
+    assert status == "failed"
+    assert "cannot be built" in error and "linefeed or carriage return" in error
+    assert mailer.sent == []
+    # Failed may be tried again with the same key; it fails the same way and stays failed.
+    with pytest.raises(MailComposeError):
+        await store.send_email(actor("idem_bad_header"), bad, mailer)
+    assert query(
+        tmp_path / "demo.db",
+        "SELECT status, attempts FROM emails WHERE idempotency_key = 'idem_bad_header'",
+    ) == [("failed", 2)]
+
+
+async def test_an_unexpected_mailer_error_leaves_the_row_failed_not_sending(
+    store: DemoStore, tmp_path: Path
+) -> None:
+    class BrokenMailer(RecordingMailer):
+        async def send(self, message: EmailMessage) -> None:
+            raise RuntimeError("a bug in the transport")
+
+    with pytest.raises(RuntimeError):
+        await store.send_email(actor("idem_broken"), DRAFT, BrokenMailer())
+    assert query(
+        tmp_path / "demo.db",
+        "SELECT status, error FROM emails WHERE idempotency_key = 'idem_broken'",
+    ) == [("failed", "RuntimeError")]
+    # Once it does go out, it goes out once.
+    mailer = RecordingMailer()
+    first = await store.send_email(actor("idem_broken"), DRAFT, mailer)
+    again = await store.send_email(actor("idem_broken"), DRAFT, mailer)
+    assert (first.status, again.status, len(mailer.sent)) == ("sent", "sent", 1)

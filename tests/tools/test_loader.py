@@ -46,6 +46,7 @@ def test_defaults_apply(tmp_path: Path) -> None:
 BAD_SCHEMA = GOOD_TOOL.replace("{type: integer}", "{type: integr}")
 AGAIN = GOOD_TOOL.replace("name: ping", "name: ping  # again")
 OPEN_PARAMS = GOOD_TOOL.replace("additionalProperties: false", "additionalProperties: true")
+MULTILINE_TEXT = GOOD_TOOL.replace("{type: integer}", "{type: string, x-multiline: sometimes}")
 
 
 @pytest.mark.parametrize(
@@ -57,6 +58,7 @@ OPEN_PARAMS = GOOD_TOOL.replace("additionalProperties: false", "additionalProper
         ("version: 1\ntools:" + GOOD_TOOL + AGAIN, "# again", "duplicate tool name"),
         ("version: 1\ntools:\n  - [unclosed\n", None, "not valid YAML"),
         ("version: 1\ntools:" + BAD_SCHEMA, "n: {type: integr}", "valid JSON Schema"),
+        ("version: 1\ntools:" + MULTILINE_TEXT, "x-multiline", "x-multiline"),
     ],
 )
 def test_errors_name_line_and_reason(
@@ -71,6 +73,12 @@ def test_errors_name_line_and_reason(
         line = next(i for i, text in enumerate(lines, 1) if marker in text)
         assert message.startswith(f"{path}:{line}:"), message
     assert reason in message
+
+
+def test_multi_line_fields_are_declared_with_a_boolean(tmp_path: Path) -> None:
+    body = GOOD_TOOL.replace("{type: integer}", "{type: string, x-multiline: true}")
+    [spec] = load_tools(write(tmp_path, "version: 1\ntools:" + body))
+    assert spec.parameters["properties"]["n"]["x-multiline"] is True
 
 
 def test_unresolvable_handler(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""Human approvals of risky tool calls: list a session's, decide one (operators)."""
+"""Human approvals of risky tool calls: list a session's, read one, decide one (operators).
+
+Everyone sees the masked `arguments` and the `sensitive` summary; operators and admins also get
+`arguments_full`, what the tool will really run with, and each such read is audited.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,27 @@ from app.storage.approvals import Approval
 router = APIRouter(prefix="/v1/sessions/{session_id}/approvals", tags=["approvals"])
 
 
+class SensitiveFieldOut(BaseModel):
+    field: str
+    kinds: list[str]
+    note: str
+
+
 class ApprovalOut(BaseModel):
     id: str
     session_id: str
     turn_id: str
     call_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = Field(description="masked, as everyone may see them")
+    arguments_full: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="unmasked, as the tool will run; only for operators and admins (audited)",
+    )
+    sensitive: list[SensitiveFieldOut] = Field(
+        description="per field, the kinds of sensitive value the masks hide"
+    )
     reason: str
     status: Literal["pending", "approved", "rejected", "expired"]
     decided_by: str | None
@@ -31,7 +49,7 @@ class ApprovalOut(BaseModel):
     decided_at: str | None
 
     @classmethod
-    def of(cls, a: Approval) -> ApprovalOut:
+    def of(cls, a: Approval, *, full: bool = False) -> ApprovalOut:
         return cls(
             id=a.id,
             session_id=a.session_id,
@@ -39,6 +57,8 @@ class ApprovalOut(BaseModel):
             call_id=a.call_id,
             tool=a.tool,
             arguments=a.arguments,
+            arguments_full=a.arguments_full if full else None,
+            sensitive=[SensitiveFieldOut.model_validate(item) for item in a.sensitive],
             reason=a.reason,
             status=a.status,
             decided_by=a.decided_by,
@@ -68,7 +88,26 @@ async def list_approvals(
 ) -> ApprovalList:
     await conversation.get_session(principal, session_id)
     items = await runtime.approvals.list_for_session(principal, session_id, status)
-    return ApprovalList(items=[ApprovalOut.of(a) for a in items])
+    full = await runtime.approvals.reveal(principal, items)
+    return ApprovalList(items=[ApprovalOut.of(a, full=full) for a in items])
+
+
+@router.get(
+    "/{approval_id}",
+    response_model=ApprovalOut,
+    responses={404: {"model": ErrorResponse, "description": "No such session or approval"}},
+)
+async def get_approval(
+    session_id: str,
+    approval_id: str,
+    principal: PrincipalDep,
+    runtime: RuntimeDep,
+    conversation: ConversationDep,
+) -> ApprovalOut:
+    await conversation.get_session(principal, session_id)
+    approval = await runtime.approvals.get(principal, session_id, approval_id)
+    full = await runtime.approvals.reveal(principal, [approval])
+    return ApprovalOut.of(approval, full=full)
 
 
 @router.post(
@@ -92,4 +131,5 @@ async def decide(
     approval = await runtime.approvals.decide(
         principal, session_id, approval_id, body.decision, body.reason
     )
-    return ApprovalOut.of(approval)
+    full = await runtime.approvals.reveal(principal, [approval])
+    return ApprovalOut.of(approval, full=full)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.demo.mail import MailDeliveryError, message_id_for
+from app.demo.mail import MailComposeError, MailDeliveryError, message_id_for
 from app.demo.outbox import Draft
 from app.tools.builtin._demo import actor, demo_store, mailer, refusals
 from app.tools.context import ToolContext
@@ -23,6 +23,10 @@ async def send_email(ctx: ToolContext, to: str, subject: str, body: str) -> dict
     try:
         with refusals():
             email = await demo_store(ctx).send_email(actor(ctx), draft, smtp)
+    except MailComposeError as exc:  # validation should have caught it; the outbox says failed
+        raise ToolHandlerError(
+            "email_invalid", f"{exc}; fix the recipient, subject or body and try again"
+        ) from None
     except MailDeliveryError as exc:
         if exc.permanent:
             raise ToolHandlerError(

@@ -116,6 +116,21 @@ def test_business_rules_and_fallbacks(specs: dict[str, ToolSpec]) -> None:
         assert specs[name].idempotent, name
 
 
+def test_only_free_text_fields_may_span_lines(specs: dict[str, ToolSpec]) -> None:
+    multiline = {
+        f"{name}.{field}"
+        for name, spec in specs.items()
+        for field, schema in spec.parameters["properties"].items()
+        if schema.get("x-multiline") is True
+    }
+    assert multiline == {
+        "send_email.body",
+        "create_ticket.summary",
+        "request_refund.reason",
+        "request_return.reason",
+    }
+
+
 def test_patterns_accept_the_fixture_ids_and_reject_others(specs: dict[str, ToolSpec]) -> None:
     def valid(tool: str, args: dict[str, Any]) -> bool:
         return Draft202012Validator(specs[tool].parameters).is_valid(args)

@@ -65,3 +65,14 @@ async def test_an_unreachable_server_is_a_retryable_error(ctx: Ctx, smtp_sink: S
         await send_email(ctx(key="idem_mail_5"), to=TO, subject=SUBJECT, body=BODY)
     assert caught.value.code == "email_unavailable"
     assert caught.value.retryable
+
+
+async def test_a_header_that_cannot_be_built_is_refused_and_recorded_as_failed(
+    ctx: Ctx, smtp_sink: SmtpSink, demo_path: Path
+) -> None:
+    with pytest.raises(ToolHandlerError) as caught:
+        await send_email(ctx(key="idem_mail_6"), to=TO, subject="Hi\r\nBcc: x@evil.com", body=BODY)
+    assert caught.value.code == "email_invalid" and not caught.value.retryable
+    assert smtp_sink.received() == []
+    assert count(demo_path, "emails WHERE status = 'failed'") == 1
+    assert count(demo_path, "emails WHERE status = 'sending'") == 0
