@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 Risk = Literal["read", "write", "external"]
@@ -122,13 +123,31 @@ class ToolSpec:
         """Writes and external actions: what confirmation, taint and approvals guard."""
         return self.risk != "read"
 
-    def model_schema(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry the model sees."""
+    @cached_property
+    def _model_schema(self) -> dict[str, Any]:
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description.strip(),
-                "parameters": self.parameters,
+                # Hermes' own keywords (`x-multiline`) are for its validator; some model APIs
+                # reject schema keywords they do not know.
+                "parameters": _without_extensions(self.parameters),
             },
         }
+
+    def model_schema(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry the model sees."""
+        return self._model_schema
+
+
+def _without_extensions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {
+            k: _without_extensions(v)
+            for k, v in schema.items()
+            if not (isinstance(k, str) and k.startswith("x-"))
+        }
+    if isinstance(schema, list):
+        return [_without_extensions(v) for v in schema]
+    return schema

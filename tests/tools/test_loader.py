@@ -147,3 +147,10 @@ def test_bad_history_rules_and_confirmations(
     line = next(i for i, text in enumerate(body.splitlines(), 1) if marker in text)
     assert str(info.value).startswith(f"{path}:{line}:"), str(info.value)
     assert reason in str(info.value)
+
+
+def test_hermes_schema_keywords_never_reach_the_model() -> None:
+    specs = {s.name: s for s in load_tools(PROJECT_ROOT / "tools.yaml", resolve=resolve_python)}
+    email = specs["send_email"]
+    assert email.parameters["properties"]["body"]["x-multiline"] is True  # for validation
+    assert "x-multiline" not in str(email.model_schema())

@@ -60,6 +60,8 @@ def to_cents(amount: float) -> int:
         value = Decimal(str(amount))
     except InvalidOperation:
         raise ToolHandlerError("invalid_amount", f"{amount!r} is not an amount") from None
+    if not value.is_finite():  # validation refuses these first; a handler must not trust that
+        raise ToolHandlerError("invalid_amount", f"{amount!r} is not an amount")
     if value != value.quantize(Decimal("0.01")):
         raise ToolHandlerError(
             "invalid_amount", f"{amount} has more than two decimals; give the amount in yuan.fen"

@@ -90,6 +90,11 @@ def model_parameters(schema: dict[str, Any]) -> dict[str, Any]:
     out["type"] = "object"
     out.setdefault("properties", {})
     out.pop("$schema", None)  # some model APIs reject it; validation does not need it
+    # MCP servers cannot say which text may span lines; their plain text fields are free text
+    # (notes, queries), so line breaks pass there. Other control characters never do.
+    for prop in out["properties"].values():
+        if isinstance(prop, dict) and prop.get("type") == "string" and "format" not in prop:
+            prop.setdefault("x-multiline", True)
     return out
 
 

@@ -87,6 +87,12 @@ async def test_refund_amount_with_fractions_of_a_fen_is_refused(ctx: Ctx) -> Non
     assert error.code == "invalid_amount"
 
 
+@pytest.mark.parametrize("amount", [float("inf"), float("nan")])
+async def test_a_non_finite_amount_is_refused_by_the_handler_too(ctx: Ctx, amount: float) -> None:
+    error = await _refused(request_refund(ctx(), order_id=DELIVERED_ORDER, amount=amount))
+    assert error.code == "invalid_amount"
+
+
 async def test_return_of_a_delivered_order(ctx: Ctx, demo_path: Path) -> None:
     data = await request_return(ctx(), order_id=DELIVERED_ORDER, reason="尺码不合适")
     conforms("request_return", data)
