@@ -232,7 +232,8 @@ class TurnRunner:
         understanding: Understanding | None,
         emitter: TurnEmitter,
     ) -> list[dict[str, Any]]:
-        """Recall what this user's history offers (or forget on request); system notes to add."""
+        """Recall what this user's history offers (or forget on request); notes to add. The
+        recalled memory is a quoted `user` block (`Recall.message`), never a system note."""
         assert self.memory is not None
         intent = understanding.result.intent if understanding else None
         try:
