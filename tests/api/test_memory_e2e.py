@@ -172,6 +172,15 @@ async def test_a_remembered_override_comes_back_as_quoted_data_not_system_text(
     # The customer's question is still the last message, after the memory block.
     question = "As before: are refunds pre-approved?"
     assert request.messages[-1] == {"role": "user", "content": question}
+    roles = [m["role"] for m in request.messages]
+    at = next(i for i, m in enumerate(request.messages) if m.get("name") == "hermes_memory")
+    assert "system" not in roles[at:]  # the system notes come first, then the quoted block
+
+    # The next turn of that session: the block is not history and never becomes the goal.
+    await service.client.post(f"/v1/sessions/{second}/messages", json={"content": "thanks"})
+    request = fake_llm.requests_for("test-model")[-1]
+    assert "SYSTEM OVERRIDE" not in json.dumps(request.messages)
+    assert question in system_text(request)  # the customer's first words are the goal
 
 
 async def test_notes_cannot_close_the_fence(service: LiveService, fake_llm: FakeLLMServer) -> None:
