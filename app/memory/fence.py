@@ -48,8 +48,11 @@ _DROPPED = {"Cc", "Cf", "Co", "Cs"}  # controls, invisible format characters, pr
 
 
 def _visible(line: str) -> str:
-    kept = "".join(ch for ch in line.replace("\t", " ") if unicodedata.category(ch) not in _DROPPED)
-    return " ".join(kept.split())
+    if not line.isprintable():  # the per-character pass only for text that needs it
+        line = "".join(
+            ch for ch in line.replace("\t", " ") if unicodedata.category(ch) not in _DROPPED
+        )
+    return " ".join(line.split())
 
 
 def neutral(text: str) -> str:
