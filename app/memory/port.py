@@ -23,7 +23,7 @@ from app.memory.scoring import Scored
 class Recall:
     items: list[Scored] = field(default_factory=list)
     reason: str | None = None  # why recall ran ("reference", "intent", "topic"); None: skipped
-    fence: Fence = field(default_factory=Fence)  # this block's markers, a new code per recall
+    fence: Fence = field(default_factory=Fence, compare=False)  # a new code per recall
 
     @property
     def message(self) -> dict[str, Any] | None:
