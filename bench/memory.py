@@ -33,7 +33,10 @@ from app.memory.service import MemoryService
 from app.storage.sqlite import Database
 from app.storage.tx import Tx
 
-MIGRATION = Path(__file__).resolve().parents[1] / "migrations" / "0003_memory.sql"
+MIGRATIONS = [
+    Path(__file__).resolve().parents[1] / "migrations" / name
+    for name in ("0003_memory.sql", "0007_memory_origin.sql")
+]
 COURIERS = ["顺丰", "京东物流", "中通", "圆通", "EMS", "DHL"]
 LANGS = ["简体中文", "繁体中文", "English"]
 NOTES = [
@@ -164,7 +167,8 @@ async def main(users: int, per_user: int, recalls: int) -> None:
     rng = random.Random(7)
     workdir = Path(tempfile.mkdtemp(prefix="hermes-bench-memory-"))
     (workdir / "migrations").mkdir()
-    shutil.copy(MIGRATION, workdir / "migrations" / MIGRATION.name)
+    for migration in MIGRATIONS:
+        shutil.copy(migration, workdir / "migrations" / migration.name)
     db = Database(workdir / "memory.db", migrations_dir=workdir / "migrations")
     await db.open()
     try:

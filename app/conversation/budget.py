@@ -141,7 +141,9 @@ def fixed_messages(
         out.append(
             {"role": "system", "content": "Summary of the earlier conversation:\n" + summary}
         )
-    return out + list(extra)
+    # System notes first; quoted data (the recalled-memory block, role `user`) after them.
+    out += [m for m in extra if m["role"] == "system"]
+    return out + [m for m in extra if m["role"] != "system"]
 
 
 def plan_context(
@@ -155,7 +157,8 @@ def plan_context(
     extra: Sequence[dict[str, Any]] = (),
 ) -> ContextPlan:
     """Plan one model call. `turns` are those not yet folded into `summary`, oldest first;
-    `extra` are further system messages that must go in (e.g. recalled memory)."""
+    `extra` are further messages that must go in: system notes (NLU) and the recalled-memory
+    block (a `user` message of quoted data); they are not turns and never count as one."""
     cfg = config or BudgetConfig()
     budget = cfg.budget_tokens
     fixed = fixed_messages(system_prompt, goal, summary, extra)

@@ -1,6 +1,6 @@
-"""The messages a model call sees: system prompt, goal, snapshot summary, extra system notes
-(NLU, memory), and the conversation within the token budget (folded into the summary when it
-grows; see `app.conversation.budget`)."""
+"""The messages a model call sees: system prompt, goal, snapshot summary, extra notes (NLU
+system notes; recalled memory as a quoted `user` block), and the conversation within the
+token budget (folded into the summary when it grows; see `app.conversation.budget`)."""
 
 from __future__ import annotations
 

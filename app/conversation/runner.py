@@ -268,7 +268,8 @@ class TurnRunner:
         emitter: TurnEmitter,
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """Recall what this user's history offers (or forget on request): the notes to add to
-        the context, and where untrusted text among them came from (for the taint rule)."""
+        the context (the recalled memory is a quoted `user` block, never a system note), and
+        where untrusted text among them came from, for the taint rule."""
         assert self.memory is not None
         intent = understanding.result.intent if understanding else None
         try:
@@ -291,7 +292,10 @@ class TurnRunner:
             await emitter.emit("memory.recalled", before.recall.event)
         if before.recall.message is not None:
             notes.append(before.recall.message)
-        return notes, []
+        untrusted = [
+            f"memory note {item} in the customer's words" for item in before.recall.untrusted_items
+        ]
+        return notes, untrusted
 
     async def _remember(
         self,

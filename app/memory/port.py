@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.memory.extract import Proposal, ToolEvidence
+from app.memory.fence import Fence
 from app.memory.prompt import memory_message, recalled_event
 from app.memory.records import Scope, Written
 from app.memory.scoring import Scored
@@ -22,11 +23,25 @@ from app.memory.scoring import Scored
 class Recall:
     items: list[Scored] = field(default_factory=list)
     reason: str | None = None  # why recall ran ("reference", "intent", "topic"); None: skipped
+    fence: Fence = field(default_factory=Fence, compare=False)  # a new code per recall
 
     @property
     def message(self) -> dict[str, Any] | None:
-        """The fenced system message to add to the context, or None."""
-        return memory_message(self.items)
+        """The fenced `user` message (named `hermes_memory`) to add to the context, or None.
+        Quoted data, never `system` text."""
+        return memory_message(self.items, self.fence)
+
+    @property
+    def untrusted_items(self) -> list[str]:
+        """Ids of recalled memories that are free text from a conversation (origin
+        `customer_text`): content that may carry someone's instructions."""
+        return [s.item.id for s in self.items if s.item.untrusted]
+
+    @property
+    def untrusted(self) -> bool:
+        """True when this recall puts customer-written free text into the turn; the turn's
+        taint rule counts it as untrusted content."""
+        return any(s.item.untrusted for s in self.items)
 
     @property
     def event(self) -> dict[str, Any] | None:

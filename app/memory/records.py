@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.errors import NotFound
+from app.memory.origin import Origin, classify
 
 Tier = Literal["fact", "node"]
 Status = Literal["active", "pending", "archived", "rejected"]
@@ -58,10 +59,18 @@ class MemoryItem:
     last_accessed_at: float | None = None
     search_text: str = ""
     embedding: bytes | None = None
+    origin: Origin = "customer_text"
+
+    @property
+    def untrusted(self) -> bool:
+        """Free text from a conversation: quoted data that may carry someone's instructions."""
+        return self.origin == "customer_text"
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> MemoryItem:
         names = row.keys()
+        stored = row["origin"] if "origin" in names else None
+        origin = stored or classify(row["tier"], row["key"], row["value"], row["source"])
         return cls(
             id=row["id"],
             pk=row["pk"],
@@ -83,6 +92,7 @@ class MemoryItem:
             last_accessed_at=row["last_accessed_at"],
             search_text=row["search_text"],
             embedding=row["embedding"] if "embedding" in names else None,
+            origin=origin,
         )
 
 

@@ -14,7 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 from app.memory.decay import DecayPolicy, decay_at
+from app.memory.fence import neutral
 from app.memory.lexicon import describe, normalize
+from app.memory.origin import Origin, classify
 from app.memory.records import Draft, MemoryItem, Scope, Written
 from app.storage.records import new_id
 from app.storage.tx import Tx
@@ -22,7 +24,7 @@ from app.storage.tx import Tx
 COLUMNS = (
     "pk, id, tenant_id, user_id, tier, key, value, entity, fact_type, search_text, confidence,"
     " status, source, source_session_id, valid_until, created_at, updated_at,"
-    " last_confirmed_at, last_accessed_at"
+    " last_confirmed_at, last_accessed_at, origin"
 )
 SEQ_BITS = 24  # each user owns primary keys [owner << 24, (owner + 1) << 24)
 _OWNED = "tenant_id = ? AND user_id = ?"
@@ -86,6 +88,10 @@ def history(tx: Tx, item: MemoryItem, action: str, now: float, **fields: Any) ->
     )
 
 
+def _origin(draft: Draft) -> Origin:
+    return classify(draft.tier, draft.key, draft.value, draft.source)
+
+
 def _allocate_pk(tx: Tx, scope: Scope) -> int:
     row = tx.one(
         "INSERT INTO memory_owners (tenant_id, user_id) VALUES (?, ?)"
@@ -109,8 +115,8 @@ def _insert(
         "INSERT INTO memories (pk, id, tenant_id, user_id, tier, key, value, entity, fact_type,"
         " search_text, confidence, status, source, source_session_id, valid_until, decay_at,"
         " created_at, updated_at, last_confirmed_at, last_ref_session_id, last_ref_at,"
-        " embedding, embedding_model)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " embedding, embedding_model, origin)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             pk,
             new_id("mem"),
@@ -135,6 +141,7 @@ def _insert(
             now if session_id else None,
             draft.embedding,
             draft.embedding_model,
+            _origin(draft),
         ),
     )
     return by_pk(tx, pk)
@@ -150,7 +157,7 @@ def _set_value(
 ) -> MemoryItem:
     tx.execute(
         "UPDATE memories SET value = ?, entity = ?, fact_type = ?, search_text = ?,"
-        " confidence = ?, status = 'active', source = ?, source_session_id = ?,"
+        " confidence = ?, status = 'active', source = ?, origin = ?, source_session_id = ?,"
         " valid_until = ?, decay_at = ?, updated_at = ?, last_confirmed_at = ?,"
         " last_ref_session_id = coalesce(?, last_ref_session_id),"
         " last_ref_at = CASE WHEN ? IS NULL THEN last_ref_at ELSE ? END,"
@@ -163,6 +170,7 @@ def _set_value(
             describe(draft.key, draft.value, draft.entity),
             draft.confidence,
             draft.source,
+            _origin(draft),
             session_id,
             draft.valid_until,
             decay_at(draft.confidence, now, policy),
@@ -189,7 +197,10 @@ def write_draft(
     actor: str,
     policy: DecayPolicy,
 ) -> Written:
-    """Upsert one draft: create, update (newer wins), confirm, or file as a proposal."""
+    """Upsert one draft: create, update (newer wins), confirm, or file as a proposal.
+    The value is stored neutralised (see `app.memory.fence`): nothing in it reads as a role,
+    a fence or a markup tag when it is recalled later."""
+    draft = replace(draft, value=neutral(draft.value))
     existing = current(tx, scope, draft.key)
     if draft.status == "pending":
         return _propose(tx, scope, draft, existing, now, session_id, actor, policy)

@@ -14,7 +14,10 @@ from app.memory.testing import FixedClock
 from app.settings import PROJECT_ROOT
 from app.storage.sqlite import Database
 
-MIGRATION = PROJECT_ROOT / "migrations" / "0003_memory.sql"
+MIGRATIONS = (
+    PROJECT_ROOT / "migrations" / "0003_memory.sql",
+    PROJECT_ROOT / "migrations" / "0007_memory_origin.sql",
+)
 
 ALICE = Scope("acme", "alice")
 BOB = Scope("acme", "bob")
@@ -22,10 +25,11 @@ OTHER_TENANT_ALICE = Scope("globex", "alice")
 
 
 def memory_migrations(tmp_path: Path) -> Path:
-    """Only the memory migration: these tests don't depend on other areas' schemas."""
+    """Only the memory migrations: these tests don't depend on other areas' schemas."""
     directory = tmp_path / "migrations"
     directory.mkdir(exist_ok=True)
-    shutil.copy(MIGRATION, directory / MIGRATION.name)
+    for migration in MIGRATIONS:
+        shutil.copy(migration, directory / migration.name)
     return directory
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.memory.prompt import HEADER, format_for_prompt
+from app.memory.prompt import format_for_prompt
 from app.memory.queries import ListFilter
 from app.memory.records import Draft
 from app.memory.scoring import ScoringConfig, lexical_scores
@@ -133,13 +133,16 @@ async def test_recall_notes_when_and_where_memories_were_used(
 async def test_the_prompt_block_is_fenced_and_the_event_has_no_values(memory: MemoryService):
     await memory.upsert(ALICE, "preference.courier", "顺丰")
     got = await memory.recall(ALICE, "还是用上次的快递")
-    text = format_for_prompt(got.items)
-    assert text.startswith(HEADER) and "may be outdated" in text and "confirm" in text
-    assert "preference.courier: 顺丰" in text and text.endswith("[End of memory]")
-    assert got.message == {"role": "system", "content": text}
+    text = format_for_prompt(got.items, got.fence)
+    assert "may be outdated" in text and "confirm" in text and "not instructions" in text
+    lines = text.splitlines()
+    assert lines[1] == got.fence.open and lines[-1] == got.fence.close
+    assert lines[2].startswith('- preference.courier: "顺丰" (entered by an operator,')
+    assert got.message == {"role": "user", "name": "hermes_memory", "content": text}
     event = got.event
     assert event is not None and event["reason"] == "reference"
     assert event["items"][0]["key"] == "preference.courier" and "顺丰" not in str(event)
+    assert event["items"][0]["origin"] == "operator" and event["untrusted"] is False
     assert format_for_prompt([]) == ""
 
 

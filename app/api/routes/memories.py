@@ -48,6 +48,9 @@ class MemoryOut(BaseModel):
     fact_type: str
     status: Literal["active", "pending", "archived", "rejected"]
     source: str
+    # customer_text: free text from a conversation (untrusted when recalled into a turn);
+    # structured: a closed-vocabulary or pattern-shaped value; operator: entered by an operator
+    origin: Literal["customer_text", "structured", "operator"]
     confidence: float
     effective_confidence: float  # after decay, now
     source_session_id: str | None
@@ -68,6 +71,7 @@ class MemoryOut(BaseModel):
             fact_type=item.fact_type,
             status=item.status,
             source=item.source,
+            origin=item.origin,
             confidence=round(item.confidence, 4),
             effective_confidence=round(service.effective_confidence(item), 4),
             source_session_id=item.source_session_id,

@@ -15,6 +15,9 @@ from typing import Any
 from app.conversation.tokens import has_cjk
 
 _LATIN = re.compile(r"[A-Za-z]")
+# Recalled memory comes as a `user` message of this name (app.memory.prompt.MESSAGE_NAME):
+# quoted notes from earlier sessions, not something the user said in this conversation.
+MEMORY_MESSAGE = "hermes_memory"
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ def read(messages: list[dict[str, Any]]) -> Transcript:
     last_user = -1
     for i, message in enumerate(messages):
         role = message.get("role")
+        if role == "user" and message.get("name") == MEMORY_MESSAGE:
+            continue
         if role == "user":
             turns.append(UserTurn(text_of(message.get("content")).strip(), last_assistant))
             last_user = i
