@@ -32,7 +32,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         preflight(settings)
-    except (ToolsFileError, NLUModelError, McpConfigError) as exc:
+    except (ConfigError, ToolsFileError, NLUModelError, McpConfigError) as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)

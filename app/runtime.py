@@ -26,11 +26,15 @@ from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
 from app.demo.services import close_demo, open_demo
+from app.llm.catalog import ModelConfig, check_models, provider_of
+from app.llm.chain import ChainLink, ModelChain
 from app.llm.gateway import ChatModel
-from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig, provider_of
+from app.llm.litellm_gateway import LiteLLMModel
 from app.llm.local.provider import LocalModelConfig, with_local_fallback
 from app.llm.local.provider import register as register_local_model
 from app.llm.local.provider import unregister as unregister_local_model
+from app.llm.masking import Redact
+from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
@@ -95,12 +99,31 @@ def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
     return primary, fallbacks
 
 
-def build_model(settings: Settings) -> ChatModel:
+def build_model(settings: Settings, redact: Redact | None = None) -> ChatModel:
+    """The models in the order they are tried, `hermes/local` last when `local_fallback`;
+    `redact` runs on every failure message the chain gives out or logs."""
     primary, fallbacks = model_configs(settings)
+    check_models(primary.model, [f.model for f in fallbacks])
     if settings.local_fallback:
         fallbacks = with_local_fallback(primary, fallbacks)
-    return LiteLLMGateway(
-        primary, fallbacks, timeout_s=settings.llm_timeout_s, retries=settings.llm_retries
+    links = [
+        ChainLink(cfg.model, LiteLLMModel(cfg, timeout_s=settings.llm_timeout_s))
+        for cfg in [primary, *fallbacks]
+    ]
+    return ModelChain(
+        links,
+        retry=RetryPolicy(
+            retries=settings.llm_retries,
+            backoff_s=settings.llm_retry_backoff_s,
+            backoff_max_s=settings.llm_retry_backoff_max_s,
+        ),
+        breaker=BreakerPolicy(
+            max_failures=settings.model_breaker_failures,
+            max_timeouts=settings.model_breaker_timeouts,
+            open_seconds=settings.model_breaker_open_s,
+        ),
+        timeout_s=settings.llm_timeout_s,
+        redact=redact or Redactor.with_patterns(settings.redact_patterns).text,
     )
 
 
@@ -170,6 +193,7 @@ def load_nlu(settings: Settings) -> NLUPipeline:
 
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
+    check_models(settings.model, settings.fallback_models)
     load_tools(settings.tools_file, resolve=resolve_python)
     load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()

@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     local_fallback: bool = True
     llm_timeout_s: float = Field(60.0, gt=0)
     llm_retries: int = Field(2, ge=0, le=10)
+    # Backoff before the first retry of a model, doubling per retry up to the maximum.
+    llm_retry_backoff_s: float = Field(0.5, ge=0)
+    llm_retry_backoff_max_s: float = Field(8.0, ge=0)
+    # A model (other than the last of the chain) that keeps failing is skipped for a while.
+    model_breaker_failures: int = Field(3, ge=1)
+    model_breaker_timeouts: int = Field(2, ge=1)
+    model_breaker_open_s: float = Field(30.0, gt=0)
     max_tokens: int = Field(2000, ge=1)
     temperature_planning: float = Field(0.2, ge=0, le=2)
     temperature_tools: float = Field(0.1, ge=0, le=2)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run_hermes(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
@@ -38,6 +40,27 @@ def test_bad_tools_file_stops_start_up_with_the_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert f"{tools}:3" in result.stderr
     assert "name" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("HERMES_MODEL", "bogus-model-xyz"),
+        ("HERMES_MODEL", "hermes/bogus"),
+        ("HERMES_FALLBACK_MODELS", "nope/x"),
+    ],
+)
+def test_an_unknown_model_stops_start_up_in_one_line(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    result = run_hermes("serve", "--db", str(tmp_path / "x.db"), **{variable: value})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"hermes: cannot start: {variable}: ")
+    assert repr(value) in lines[0]
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_help() -> None:

@@ -17,6 +17,9 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.busy_policy == "reject"
     assert s.db_synchronous == "NORMAL"
     assert s.fallback_models == []
+    assert (s.llm_retries, s.llm_retry_backoff_s, s.llm_retry_backoff_max_s) == (2, 0.5, 8.0)
+    assert (s.model_breaker_failures, s.model_breaker_timeouts) == (3, 2)
+    assert s.model_breaker_open_s == 30
 
 
 def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,6 +45,9 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
         ("HERMES_SESSION_IDLE_MINUTES", "-1"),
         ("HERMES_DB_SYNCHRONOUS", "OFF"),
         ("HERMES_MODEL", "  "),
+        ("HERMES_MODEL_BREAKER_FAILURES", "0"),
+        ("HERMES_MODEL_BREAKER_OPEN_S", "0"),
+        ("HERMES_LLM_RETRY_BACKOFF_S", "-1"),
     ],
 )
 def test_bad_values_name_the_variable(

@@ -13,7 +13,16 @@ from typing import Any, Literal, Protocol
 from app.conversation.emitter import TurnEmitter
 from app.conversation.tokens import has_cjk
 from app.errors import UpstreamLLMError
-from app.llm.gateway import ChatModel, ModelReply, ModelRequest, RequestedToolCall, collect
+from app.llm.failures import ModelsFailed
+from app.llm.gateway import (
+    ChatModel,
+    ModelReply,
+    ModelRequest,
+    ModelRoute,
+    RequestedToolCall,
+    collect,
+    tap_route,
+)
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.policy import TurnPolicy
@@ -206,15 +215,18 @@ class AgentLoop:
             step = await run.steps.model_started(
                 round_no, self.model_label, run.tools, len(run.messages)
             )
+        routes: list[ModelRoute] = []  # which of the configured models answered
         try:
-            reply = await collect(self.model.stream(request), on_text)
+            reply = await collect(tap_route(self.model.stream(request), routes), on_text)
             await run.emitter.settle()
         except UpstreamLLMError as exc:
             if run.steps is not None and step is not None:
-                await run.steps.model_failed(step, exc.code, exc.message)
+                route = exc.route if isinstance(exc, ModelsFailed) else None
+                await run.steps.model_failed(step, exc.code, exc.message, route)
             raise
         if run.steps is not None and step is not None:
-            await run.steps.model_finished(step, reply, [t.name for t in run.tools])
+            route = routes[-1] if routes else None
+            await run.steps.model_finished(step, reply, [t.name for t in run.tools], route)
         return reply
 
     async def _execute(

@@ -2,7 +2,9 @@
 
 `ChatModel.stream` yields text deltas, tool-call fragments and one `StreamEnd`; `collect`
 assembles them into a `ModelReply`, calling back on every text delta so the caller can stream
-it on. Implementations raise `UpstreamLLMError` when the model can't answer.
+it on. Implementations raise `UpstreamLLMError` when the model can't answer. A model that
+stands for several (`app.llm.chain.ModelChain`) says on its `StreamEnd.route` which of them
+answered and which were tried or skipped first.
 """
 
 from __future__ import annotations
@@ -40,11 +42,36 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One configured model's part in a call: `answered`, `skipped` (its breaker is open), or
+    the failure code of its last try."""
+
+    model: str
+    outcome: str
+    tries: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "outcome": self.outcome, "tries": self.tries}
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """Which configured model answered (None: none did) and what happened before it."""
+
+    answered_by: str | None
+    attempts: tuple[Attempt, ...] = ()
+
+    def trace(self) -> list[dict[str, Any]]:
+        return [a.as_dict() for a in self.attempts]
+
+
+@dataclass(frozen=True)
 class StreamEnd:
     finish_reason: str | None = None
     model: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    route: ModelRoute | None = None
 
 
 StreamItem = TextDelta | ToolCallDelta | StreamEnd
@@ -54,6 +81,16 @@ class ChatModel(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
 
     async def aclose(self) -> None: ...
+
+
+async def tap_route(
+    stream: AsyncIterator[StreamItem], seen: list[ModelRoute]
+) -> AsyncIterator[StreamItem]:
+    """`stream` unchanged, noting on `seen` the route its `StreamEnd` carries."""
+    async for item in stream:
+        if isinstance(item, StreamEnd) and item.route is not None:
+            seen.append(item.route)
+        yield item
 
 
 @dataclass(frozen=True)

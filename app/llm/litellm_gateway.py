@@ -1,7 +1,12 @@
-"""`ChatModel` over a LiteLLM Router: the primary model, fallbacks, retries, timeouts.
+"""`ChatModel` for one model through `litellm.acompletion`: every provider LiteLLM knows.
+
+One call, one try: retries, fallbacks, timeouts and breakers are the chain's job
+(`app.llm.chain`), the same for every transport, so LiteLLM's own retries are off and its
+Router (whose cooldowns locked out a model after one refused key) is not used. LiteLLM's
+exceptions become `ModelFailure`s here, by kind and HTTP status, with a masked detail.
 
 `import litellm` is slow (seconds) and, unless told otherwise, downloads a price map; it is
-imported once, here, when the service starts.
+imported once, when the first model that needs it is built.
 """
 
 from __future__ import annotations
@@ -9,15 +14,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import UpstreamLLMError
+from app.llm.catalog import LOCAL_PROVIDER, ModelConfig, provider_of
+from app.llm.chain import ChainLink, ModelChain
+from app.llm.failures import ModelFailure, code_for_status
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
+from app.llm.retry import RetryPolicy
 
-log = logging.getLogger(__name__)
-
-PRIMARY = "hermes-primary"
+__all__ = ["LiteLLMGateway", "LiteLLMModel", "ModelConfig", "import_litellm", "provider_of"]
 
 
 def import_litellm() -> Any:
@@ -28,87 +33,32 @@ def import_litellm() -> Any:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # providers that don't take a parameter get the call without it
+    # LiteLLM logs provider errors verbatim (keys, hosts); Hermes logs them masked instead.
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return litellm
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """One model the router may use: a LiteLLM model string and where to reach it."""
-
-    model: str
-    api_base: str | None = None
-    api_key: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def provider_of(model: str) -> str:
-    return model.split("/", 1)[0] if "/" in model else ""
-
-
-def build_model_list(
-    primary: ModelConfig, fallbacks: list[ModelConfig], timeout_s: float
-) -> tuple[list[dict[str, Any]], list[dict[str, list[str]]]]:
-    deployments: list[dict[str, Any]] = []
-    for name, cfg in [(PRIMARY, primary)] + [
-        (f"hermes-fallback-{i}", fb) for i, fb in enumerate(fallbacks)
-    ]:
-        params: dict[str, Any] = {
-            "model": cfg.model,
+class LiteLLMModel:
+    def __init__(self, config: ModelConfig, *, timeout_s: float = 60.0) -> None:
+        self._litellm = import_litellm()
+        self.config = config
+        self._params: dict[str, Any] = {
+            "model": config.model,
             "timeout": timeout_s,
             "stream_timeout": timeout_s,
-            **cfg.extra,
+            "num_retries": 0,
+            "max_retries": 0,
+            **config.extra,
         }
-        if cfg.api_base:
-            params["api_base"] = cfg.api_base
-        if cfg.api_key:
-            params["api_key"] = cfg.api_key
-        deployments.append({"model_name": name, "litellm_params": params})
-    names = [d["model_name"] for d in deployments[1:]]
-    return deployments, ([{PRIMARY: names}] if names else [])
-
-
-def _error_code(exc: BaseException, litellm: Any) -> str:
-    if isinstance(exc, litellm.Timeout):
-        return "llm_timeout"
-    if isinstance(exc, litellm.RateLimitError):
-        return "llm_rate_limited"
-    if isinstance(exc, litellm.AuthenticationError):
-        return "llm_auth_failed"
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return "llm_context_too_long"
-    if isinstance(exc, litellm.BadRequestError):
-        return "llm_bad_request"
-    return "llm_unavailable"
-
-
-class LiteLLMGateway:
-    def __init__(
-        self,
-        primary: ModelConfig,
-        fallbacks: list[ModelConfig] | None = None,
-        *,
-        timeout_s: float = 60.0,
-        retries: int = 2,
-    ) -> None:
-        self._litellm = import_litellm()
-        from litellm import Router
-
-        model_list, fallback_map = build_model_list(primary, fallbacks or [], timeout_s)
-        self.models = [d["litellm_params"]["model"] for d in model_list]
-        self._router = Router(
-            model_list=model_list,
-            fallbacks=fallback_map,
-            num_retries=retries,
-            timeout=timeout_s,
-            retry_after=0,
-        )
+        if config.api_base:
+            self._params["api_base"] = config.api_base
+        if config.api_key:
+            self._params["api_key"] = config.api_key
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        litellm = self._litellm
         kwargs: dict[str, Any] = {
-            "model": PRIMARY,
+            **self._params,
             "messages": request.messages,
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -120,20 +70,16 @@ class LiteLLMGateway:
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
         try:
-            response = await self._router.acompletion(**kwargs)
+            response = await self._litellm.acompletion(**kwargs)
         except Exception as exc:
-            code = _error_code(exc, litellm)
-            log.warning(
-                "model call failed after retries and fallbacks: %s: %s", code, _describe(exc)
-            )
-            raise UpstreamLLMError(_describe(exc), code=code) from exc
+            raise self._failure(exc) from None
 
-        model: str | None = None
+        reported: str | None = None
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
         try:
             async for chunk in response:
-                model = getattr(chunk, "model", None) or model
+                reported = getattr(chunk, "model", None) or reported
                 usage = getattr(chunk, "usage", None)
                 if usage:
                     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -156,26 +102,99 @@ class LiteLLMGateway:
                         arguments=(fn.arguments or "") if fn else "",
                     )
         except Exception as exc:
-            raise UpstreamLLMError(
-                f"the model's answer broke off: {_describe(exc)}", code="llm_stream_interrupted"
-            ) from exc
-        yield StreamEnd(finish, _full_name(model, response), prompt_tokens, completion_tokens)
+            raise self._failure(exc, default="llm_stream_interrupted") from None
+        yield StreamEnd(finish, self._model_name(reported), prompt_tokens, completion_tokens)
 
     async def aclose(self) -> None:
-        # The router's HTTP clients live in LiteLLM's module-level cache; nothing to close here.
+        # LiteLLM keeps its HTTP clients in a module-level cache; nothing to close here.
+        return None
+
+    def _model_name(self, reported: str | None) -> str | None:
+        """Custom providers' chunks carry the model without its provider (`local` for
+        `hermes/local`): Hermes' own models are named as configured."""
+        if provider_of(self.config.model) == LOCAL_PROVIDER:
+            return self.config.model
+        return reported
+
+    def _failure(self, exc: BaseException, default: str = "llm_unavailable") -> ModelFailure:
+        code, status = _classify(exc, self._litellm, default)
+        return ModelFailure(
+            code,
+            self.config.model,
+            status=status,
+            detail=str(exc),
+            retry_after=_retry_after(exc),
+        )
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _classify(exc: BaseException, litellm: Any, default: str) -> tuple[str, int | None]:
+    """(code, HTTP status) of a LiteLLM exception. LiteLLM reports a refused connection and a
+    missing key as a 500, so the causes are read before the status."""
+    causes = _chain(exc)
+    if any(isinstance(e, litellm.Timeout | TimeoutError) for e in causes):
+        return "llm_timeout", None
+    if any(isinstance(e, ConnectionError | OSError) for e in causes) or any(
+        type(e).__name__ in ("APIConnectionError", "ConnectError") for e in causes
+    ):
+        return "llm_unreachable", None
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    text = str(exc).lower()
+    if "missing credentials" in text or ("api_key" in text and "must be set" in text):
+        return "llm_no_api_key", None
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "llm_context_too_long", status
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        return "llm_auth_failed", status
+    if isinstance(exc, litellm.RateLimitError):
+        return "llm_rate_limited", status
+    if isinstance(exc, litellm.NotFoundError):
+        return "llm_model_not_found", status
+    if isinstance(exc, litellm.BadRequestError):
+        return "llm_bad_request", status
+    if status is not None and status >= 400:
+        return code_for_status(status), status
+    return default, status
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
         return None
 
 
-def _full_name(model: str | None, response: Any) -> str | None:
-    """Custom providers' chunks carry the model without its provider (`local` for
-    `hermes/local`); LiteLLM keeps the full string on the stream."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    full = hidden.get("litellm_model_name") if isinstance(hidden, dict) else None
-    if model and isinstance(full, str) and "/" not in model and full.startswith("hermes/"):
-        return full
-    return model
+class LiteLLMGateway(ModelChain):
+    """A chain whose every model goes through LiteLLM: `primary`, then `fallbacks` in order."""
 
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
+    def __init__(
+        self,
+        primary: ModelConfig,
+        fallbacks: list[ModelConfig] | None = None,
+        *,
+        timeout_s: float = 60.0,
+        retries: int = 2,
+        retry: RetryPolicy | None = None,
+        **chain: Any,
+    ) -> None:
+        links = [
+            ChainLink(cfg.model, LiteLLMModel(cfg, timeout_s=timeout_s))
+            for cfg in [primary, *(fallbacks or [])]
+        ]
+        super().__init__(
+            links, retry=retry or RetryPolicy(retries=retries), timeout_s=timeout_s, **chain
+        )

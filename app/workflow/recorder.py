@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import ServiceError
-from app.llm.gateway import ModelReply, RequestedToolCall
+from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
 from app.storage.steps import NewStep, Step, StepStatus, StepStore, TurnRef
@@ -89,16 +89,25 @@ class StepRecorder:
             )
         return queued[0]
 
-    async def model_finished(self, step: Step, reply: ModelReply, offered: list[str]) -> None:
+    async def model_finished(
+        self, step: Step, reply: ModelReply, offered: list[str], route: ModelRoute | None = None
+    ) -> None:
+        """The step takes the name of the model that answered (a fallback, say), and keeps
+        which models were tried or skipped before it."""
         problems = []
         for call in reply.tool_calls:
             if call.name not in offered:
                 problems.append(f"{call.name} is not an offered tool")
-        result = {
+        result: dict[str, Any] = {
             "text": reply.text[:2000],
             "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
             "finish_reason": reply.finish_reason,
         }
+        named: dict[str, Any] = {}
+        if route is not None:
+            result["models"] = route.trace()
+            if route.answered_by:
+                named["name"] = route.answered_by
         await self.store.finish(
             step.id,
             "succeeded",
@@ -107,12 +116,18 @@ class StepRecorder:
             input_tokens=reply.prompt_tokens,
             output_tokens=reply.completion_tokens,
             validation={"valid": not problems, "errors": problems},
+            **named,
         )
         metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
 
-    async def model_failed(self, step: Step, code: str, message: str) -> None:
+    async def model_failed(
+        self, step: Step, code: str, message: str, route: ModelRoute | None = None
+    ) -> None:
         status: StepStatus = "timed_out" if code in ("llm_timeout",) else "failed"
-        await self.store.finish(step.id, status, error={"code": code, "message": message})
+        error: dict[str, Any] = {"code": code, "message": self.redactor.text(message)}
+        if route is not None:
+            error["models"] = route.trace()
+        await self.store.finish(step.id, status, error=error)
         metrics.STEPS.labels(action_type="generate_response", status=status).inc()
 
     # -- tool calls -----------------------------------------------------------------------------

@@ -1,0 +1,143 @@
+"""The model chain over LiteLLM against the real fake-LLM server: which failures are tried
+again, when a call falls over to the next model, timeouts, and the route it reports."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from app.llm.catalog import ModelConfig
+from app.llm.chain import ChainLink, ModelChain
+from app.llm.failures import ModelsFailed
+from app.llm.gateway import ModelRequest, ModelRoute, StreamEnd, collect, tap_route
+from app.llm.litellm_gateway import LiteLLMGateway, LiteLLMModel
+from app.llm.retry import RetryPolicy
+from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply
+from app.resilience.breaker import BreakerPolicy
+
+REQUEST = ModelRequest(messages=[{"role": "user", "content": "hi"}])
+FAST = RetryPolicy(retries=1, backoff_s=0.001)
+
+
+def chain(server: FakeLLMServer, *names: str, **options: Any) -> ModelChain:
+    links = [
+        ChainLink(f"openai/{n}", LiteLLMModel(ModelConfig(f"openai/{n}", server.url, "sk-test")))
+        for n in names
+    ]
+    options.setdefault("retry", FAST)
+    return ModelChain(links, **options)
+
+
+async def answer(model: ModelChain) -> tuple[str, ModelRoute]:
+    routes: list[ModelRoute] = []
+    reply = await collect(tap_route(model.stream(REQUEST), routes))
+    return reply.text, routes[-1]
+
+
+@pytest.mark.parametrize(
+    ("status", "tries"),
+    [(400, 1), (401, 1), (403, 1), (404, 1), (408, 2), (409, 2), (429, 2), (500, 2), (503, 2)],
+)
+async def test_only_failures_a_retry_can_fix_are_retried(
+    fake_llm: FakeLLMServer, status: int, tries: int
+) -> None:
+    fake_llm.enqueue(Fail(status), Fail(status), model="m")
+    with pytest.raises(ModelsFailed) as info:
+        await answer(chain(fake_llm, "m"))
+    assert len(fake_llm.requests_for("m")) == tries
+    assert info.value.route.attempts[0].tries == tries
+
+
+async def test_a_retry_that_succeeds_answers(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(Fail(429, headers={"retry-after": "0"}), Reply("second time"), model="m")
+    text, route = await answer(chain(fake_llm, "m"))
+    assert text == "second time"
+    assert route.answered_by == "openai/m"
+    assert route.trace() == [{"model": "openai/m", "outcome": "answered", "tries": 2}]
+
+
+async def test_falls_over_in_order_before_anything_was_passed_on(
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.enqueue(Fail(401), model="a")
+    fake_llm.enqueue(Fail(500), Fail(500), model="b")
+    fake_llm.enqueue(Reply("from c"), model="c")
+    text, route = await answer(chain(fake_llm, "a", "b", "c"))
+    assert text == "from c"
+    assert route.trace() == [
+        {"model": "openai/a", "outcome": "llm_auth_failed", "tries": 1},
+        {"model": "openai/b", "outcome": "llm_unavailable", "tries": 2},
+        {"model": "openai/c", "outcome": "answered", "tries": 1},
+    ]
+
+
+async def test_once_text_has_been_passed_on_a_break_is_final(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(BreakStream("half "), model="a")
+    seen: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        seen.append(piece)
+
+    with pytest.raises(ModelsFailed) as info:
+        await collect(chain(fake_llm, "a", "b").stream(REQUEST), on_text)
+    assert seen == ["half "]
+    assert info.value.code == "llm_stream_interrupted"
+    assert fake_llm.requests_for("b") == []
+
+
+async def test_a_model_that_does_not_answer_in_time_times_out_and_trips_its_breaker(
+    fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    fake_llm.enqueue(Hang(30), Hang(30), model="slow")
+    fake_llm.enqueue(Reply("quick answer"), Reply("quick answer"), model="quick")
+    model = chain(
+        fake_llm,
+        "slow",
+        "quick",
+        timeout_s=0.3,
+        breaker=BreakerPolicy(max_failures=5, max_timeouts=2, open_seconds=60),
+    )
+    text, route = await answer(model)
+    assert text == "quick answer"
+    assert route.trace()[0] == {"model": "openai/slow", "outcome": "llm_timeout", "tries": 2}
+    assert model.breaker_states() == {"openai/slow": "open"}
+    assert any("breaker opened" in r.getMessage() for r in caplog.records)
+    _, route = await answer(model)
+    assert route.trace()[0] == {"model": "openai/slow", "outcome": "skipped", "tries": 0}
+    assert len(fake_llm.requests_for("slow")) == 2
+
+
+async def test_a_request_the_provider_refuses_does_not_count_against_the_model(
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.enqueue(Fail(500), Fail(400), Fail(500), model="a")
+    model = chain(
+        fake_llm,
+        "a",
+        "b",
+        retry=RetryPolicy(retries=0),
+        breaker=BreakerPolicy(max_failures=2, open_seconds=60),
+    )
+    for _ in range(3):
+        await answer(model)
+    assert model.breaker_states() == {"openai/a": "closed"}  # 500, 400 (healthy), 500
+
+
+async def test_the_end_of_the_stream_names_the_configured_model(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(Reply("hi"), model="m")
+    items = [
+        item
+        async for item in LiteLLMGateway(ModelConfig("openai/m", fake_llm.url, "k")).stream(REQUEST)
+    ]
+    end = items[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.model == "m"  # what the provider reported
+    assert end.route is not None and end.route.answered_by == "openai/m"
+
+
+def test_a_chain_needs_a_model() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        ModelChain([])
