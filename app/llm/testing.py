@@ -113,7 +113,8 @@ class FakeLLMServer:
     """
 
     def __init__(self, default: Step | None = None) -> None:
-        self.default: Step = default or Reply("Hello from the fake model.")
+        self._initial_default: Step = default or Reply("Hello from the fake model.")
+        self.default: Step = self._initial_default
         self.requests: list[RecordedRequest] = []
         self._scripts: dict[str, deque[Step]] = {}
         self._lock = threading.Lock()
@@ -133,9 +134,11 @@ class FakeLLMServer:
             return len(self._scripts.get(model, ()))
 
     def reset(self) -> None:
+        """Forget scripts, recorded requests and any default set since start."""
         with self._lock:
             self._scripts.clear()
             self.requests.clear()
+            self.default = self._initial_default
 
     def requests_for(self, model: str) -> list[RecordedRequest]:
         with self._lock:
