@@ -23,6 +23,7 @@ TOOL_OF = {
     "password_reset": "reset_password",
     "complaint": "create_ticket",
     "update_contact": "update_contact_info",
+    "email_request": "send_email",  # planned in mail.py: it needs the conversation's facts
 }
 INTENT_OF_TOOL = {tool: intent for intent, tool in TOOL_OF.items()}
 TOOL_INTENTS = frozenset(TOOL_OF)
@@ -74,15 +75,24 @@ class Memory:
     thread: dict[str, str] = field(default_factory=dict)  # slots since the intent began
     texts: list[str] = field(default_factory=list)  # user texts since the intent began
     answers: dict[str, str] = field(default_factory=dict)  # free-text answers (address, ...)
+    # This request only: the message that began it and the answers to its questions. A thread
+    # spans requests with the same intent ("email it to a@x.com" ... "email me that too").
+    request: dict[str, str] = field(default_factory=dict)
+    request_texts: list[str] = field(default_factory=list)
 
     def new_thread(self) -> None:
         self.thread, self.texts, self.answers = {}, [], {}
+
+    def new_request(self) -> None:
+        self.request, self.request_texts = {}, []
 
     def add(self, slots: Mapping[str, str], turn: int, text: str) -> None:
         for name, value in slots.items():
             self.slots[name] = (value, turn)
             self.thread[name] = value
+            self.request[name] = value
         self.texts.append(text)
+        self.request_texts.append(text)
 
     def get(self, name: str) -> str | None:
         found = self.slots.get(name)
@@ -143,7 +153,7 @@ def plan(intent: str, memory: Memory, done: Done) -> Need | Call:
             return _complaint(memory)
         case "update_contact":
             return _update_contact(memory)
-    raise ValueError(f"{intent} has no tool")
+    raise ValueError(f"{intent} has no plan here")
 
 
 def _with_order(tool: str, memory: Memory, extra: dict[str, Any]) -> Need | Call:
