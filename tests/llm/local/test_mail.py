@@ -251,6 +251,7 @@ def test_latest_facts_skips_failures_emails_unknown_tools_and_pruned_results() -
         (["请把发票发到我的邮箱"], None, "您要求的发票信息"),
         (["email me that"], "track_shipment", "Your requested tracking details"),
         (["email me that"], None, "Your requested information"),
+        (["确认邮件没收到，能再发一次吗"], None, "您要求的确认信息"),
     ],
 )
 def test_the_subject_says_what_was_asked_for(
