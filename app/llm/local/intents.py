@@ -74,17 +74,17 @@ class Memory:
     slots: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (value, turn)
     thread: dict[str, str] = field(default_factory=dict)  # slots since the intent began
     texts: list[str] = field(default_factory=list)  # user texts since the intent began
-    answers: dict[str, str] = field(default_factory=dict)  # free-text answers (address, ...)
     # This request only: the message that began it and the answers to its questions. A thread
     # spans requests with the same intent ("email it to a@x.com" ... "email me that too").
     request: dict[str, str] = field(default_factory=dict)
     request_texts: list[str] = field(default_factory=list)
+    answers: dict[str, str] = field(default_factory=dict)  # free-text answers (address, ...)
 
     def new_thread(self) -> None:
-        self.thread, self.texts, self.answers = {}, [], {}
+        self.thread, self.texts = {}, []
 
     def new_request(self) -> None:
-        self.request, self.request_texts = {}, []
+        self.request, self.request_texts, self.answers = {}, [], {}
 
     def add(self, slots: Mapping[str, str], turn: int, text: str) -> None:
         for name, value in slots.items():
@@ -212,12 +212,14 @@ def _complaint(memory: Memory) -> Need | Call:
 
 
 def _update_contact(memory: Memory) -> Need | Call:
-    # The new value must come from this request, never from an older turn's slots.
-    fields = [name for name in ("email", "phone") if name in memory.thread]
+    # The new value must come from this request, never from an older turn's slots, nor from
+    # an earlier change in the same thread ("change my email to …", then "and my phone to …").
+    fields = [name for name in ("email", "phone") if name in memory.request]
     if fields:
         name = fields[0]
-        return Call("update_contact_info", {"field": name, "value": memory.thread[name]})
-    wanted = next((f for f in map(contact_field_in, reversed(memory.texts)) if f is not None), None)
+        return Call("update_contact_info", {"field": name, "value": memory.request[name]})
+    texts = reversed(memory.request_texts)
+    wanted = next((f for f in map(contact_field_in, texts) if f is not None), None)
     if wanted is None:
         return Need("contact_field")
     if wanted == "address" and memory.answers.get("address"):
