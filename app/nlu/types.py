@@ -17,6 +17,7 @@ INTENTS: tuple[str, ...] = (
     "greeting",
     "goodbye",
     "out_of_scope",
+    "email_request",  # "email me the receipt at ...": send something, not a contact change
 )
 
 SLOTS: tuple[str, ...] = (

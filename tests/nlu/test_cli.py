@@ -42,7 +42,7 @@ def test_train_writes_a_model_that_eval_can_score(
     write_jsonl(data / TRAIN_FILE, read_jsonl(DATA_DIR / TRAIN_FILE)[::10])
     out = tmp_path / "model"
     assert run("nlu", "train", "--data", str(data), "--out", str(out), "--seed", "3") == 0
-    assert "trained on 275 examples" in capsys.readouterr().out
+    assert "trained on 300 examples" in capsys.readouterr().out
     assert Manifest.read(out).config["seed"] == 3
     assert run("nlu", "eval", "--model-dir", str(out), "--data", str(data), "--errors") == 0
     assert "errors" in capsys.readouterr().out

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.nlu.pipeline import NLUPipeline
+from app.nlu.slot_features import decode
+from app.nlu.text import tokenize
 from app.nlu.types import INTENTS
 
 
@@ -108,3 +112,54 @@ def test_unmistakable_forms_are_kept_in_any_context(nlu: NLUPipeline) -> None:
         ("tracking_number", "EA987654321CN"),
         ("email", "zz.top@mail.example.org"),
     ]
+
+
+def _crf_emails(nlu: NLUPipeline, text: str) -> list[str]:
+    """Addresses the CRF itself tags (not the by-form rule that catches what it leaves out)."""
+    tokens = tokenize(text)
+    labels = nlu.tagger.labels(text, tokens)
+    return [text[s:e] for name, s, e in decode(tokens, labels) if name == "email"]
+
+
+@pytest.mark.parametrize(
+    ("text", "email"),
+    [
+        ("Please email me the receipt at han.work@example.com", "han.work@example.com"),
+        ("请把发票发到我的邮箱 lin.xiao@qq.com", "lin.xiao@qq.com"),
+        ("could you send the order confirmation to han.work@example.com?", "han.work@example.com"),
+        ("把订单详情发到 zhou_ming@163.com 吧", "zhou_ming@163.com"),
+        ("can you send the order confirmation to my email", None),
+        ("把订单详情发邮件给我", None),
+        ("I never got the receipt email, can you resend it", None),
+        ("电子发票能发我邮箱吗", None),
+    ],
+)
+def test_asking_to_be_sent_something_by_email_is_an_email_request(
+    nlu: NLUPipeline, text: str, email: str | None
+) -> None:
+    result = nlu.parse(text)
+    assert result.intent == "email_request", result.ranking
+    assert result.confidence >= 0.5
+    assert result.slot("email") == email
+    if email is not None:
+        assert _crf_emails(nlu, text) == [email]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "change my email to han.work@example.com",
+        "把我的邮箱改成 han.work@example.com",
+        "my new email is han.work@example.com",
+        "update my email address to han.work@example.com",
+        "以后的邮件都发到 han.work@example.com",
+        "han.work@example.com",
+    ],
+)
+def test_changing_the_address_on_the_account_stays_update_contact(
+    nlu: NLUPipeline, text: str
+) -> None:
+    result = nlu.parse(text)
+    assert result.intent == "update_contact", result.ranking
+    assert result.slot("email") == "han.work@example.com"
+    assert _crf_emails(nlu, text) == ["han.work@example.com"]

@@ -12,6 +12,7 @@ from app.nlu.dataset import TRAIN_FILE, EvalSet, read_jsonl, write_jsonl
 from app.nlu.manifest import INTENT_MODEL, MANIFEST, SLOT_MODEL, Manifest
 from app.nlu.normalise import normalise
 from app.nlu.train import TrainConfig, TrainResult, train
+from app.nlu.types import INTENTS
 from tests.nlu.conftest import DATA_DIR, MODEL_DIR
 
 
@@ -58,7 +59,7 @@ def test_the_training_set_is_large_balanced_and_bilingual() -> None:
     per_intent: dict[str, int] = {}
     for example in examples:
         per_intent[example.intent] = per_intent.get(example.intent, 0) + 1
-    assert len(per_intent) == 11
+    assert len(per_intent) == len(INTENTS)
     assert max(per_intent.values()) <= 1.2 * min(per_intent.values())
     chinese = sum(1 for e in examples if any("\u4e00" <= ch <= "\u9fff" for ch in e.text))
     assert 0.35 < chinese / len(examples) < 0.65

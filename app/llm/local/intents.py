@@ -23,6 +23,7 @@ TOOL_OF = {
     "password_reset": "reset_password",
     "complaint": "create_ticket",
     "update_contact": "update_contact_info",
+    "email_request": "send_email",  # planned in mail.py: it needs the conversation's facts
 }
 INTENT_OF_TOOL = {tool: intent for intent, tool in TOOL_OF.items()}
 TOOL_INTENTS = frozenset(TOOL_OF)
@@ -73,16 +74,25 @@ class Memory:
     slots: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (value, turn)
     thread: dict[str, str] = field(default_factory=dict)  # slots since the intent began
     texts: list[str] = field(default_factory=list)  # user texts since the intent began
+    # This request only: the message that began it and the answers to its questions. A thread
+    # spans requests with the same intent ("email it to a@x.com" ... "email me that too").
+    request: dict[str, str] = field(default_factory=dict)
+    request_texts: list[str] = field(default_factory=list)
     answers: dict[str, str] = field(default_factory=dict)  # free-text answers (address, ...)
 
     def new_thread(self) -> None:
-        self.thread, self.texts, self.answers = {}, [], {}
+        self.thread, self.texts = {}, []
+
+    def new_request(self) -> None:
+        self.request, self.request_texts, self.answers = {}, [], {}
 
     def add(self, slots: Mapping[str, str], turn: int, text: str) -> None:
         for name, value in slots.items():
             self.slots[name] = (value, turn)
             self.thread[name] = value
+            self.request[name] = value
         self.texts.append(text)
+        self.request_texts.append(text)
 
     def get(self, name: str) -> str | None:
         found = self.slots.get(name)
@@ -143,7 +153,7 @@ def plan(intent: str, memory: Memory, done: Done) -> Need | Call:
             return _complaint(memory)
         case "update_contact":
             return _update_contact(memory)
-    raise ValueError(f"{intent} has no tool")
+    raise ValueError(f"{intent} has no plan here")
 
 
 def _with_order(tool: str, memory: Memory, extra: dict[str, Any]) -> Need | Call:
@@ -202,12 +212,14 @@ def _complaint(memory: Memory) -> Need | Call:
 
 
 def _update_contact(memory: Memory) -> Need | Call:
-    # The new value must come from this request, never from an older turn's slots.
-    fields = [name for name in ("email", "phone") if name in memory.thread]
+    # The new value must come from this request, never from an older turn's slots, nor from
+    # an earlier change in the same thread ("change my email to …", then "and my phone to …").
+    fields = [name for name in ("email", "phone") if name in memory.request]
     if fields:
         name = fields[0]
-        return Call("update_contact_info", {"field": name, "value": memory.thread[name]})
-    wanted = next((f for f in map(contact_field_in, reversed(memory.texts)) if f is not None), None)
+        return Call("update_contact_info", {"field": name, "value": memory.request[name]})
+    texts = reversed(memory.request_texts)
+    wanted = next((f for f in map(contact_field_in, texts) if f is not None), None)
     if wanted is None:
         return Need("contact_field")
     if wanted == "address" and memory.answers.get("address"):

@@ -25,6 +25,7 @@ from app.llm.local.intents import (
     asked_slot,
     plan,
 )
+from app.llm.local.mail import latest_facts, plan_email
 from app.llm.local.replies import result_reply
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, language, read
@@ -33,11 +34,14 @@ from app.nlu.types import Parser, ParseResult, Slot
 LOW_CONFIDENCE = "low_confidence"
 _HANDOFF_INTENTS = frozenset({"human_handoff", "out_of_scope", LOW_CONFIDENCE})
 
-# Words that may surround a bare slot answer ("订单号是 202405201234", "it's SF123456789CN").
+# Words that may surround a bare slot answer ("订单号是 202405201234", "it's SF123456789CN",
+# "发到 a@b.com 吧", "to a@b.com please": an address answering "which address?" is not a
+# request to change the account's email).
 _FILLER = re.compile(
-    r"订单编号|订单号|订单|快递单号|物流单号|运单号|单号|手机号码|手机号|电话|号码|邮箱|是|我的|嗯|好的|哦|"
-    r"\b(?:order|number|no|id|tracking|phone|mobile|email|my|it|its|it's|is|the|sure|ok|okay|"
-    r"yes|here|please|thanks|thank|you)\b",
+    r"订单编号|订单号|订单|快递单号|物流单号|运单号|单号|手机号码|手机号|电话|号码|邮箱地址|邮箱|"
+    r"发送到|发送至|发到|发至|发给|寄到|地址|是|我的|嗯|好的|哦|吧|就行|谢谢|"
+    r"\b(?:order|number|no|id|tracking|phone|mobile|email|address|my|it|its|it's|is|the|sure|"
+    r"ok|okay|yes|here|please|thanks|thank|you|send|to|at|use)\b",
     re.I,
 )
 _NOT_WORD = re.compile(r"[\W_]+")
@@ -105,7 +109,11 @@ class DialoguePolicy:
             exchange = made.get(call_key(name, arguments))
             return exchange.outcome if exchange else None
 
-        step = plan(u.intent, u.memory, done) if u.intent in TOOL_INTENTS else None
+        step: Need | Call | None = None
+        if u.intent == "email_request":
+            step = plan_email(u.memory, done, latest_facts(messages), lang, offered)
+        elif u.intent in TOOL_INTENTS:
+            step = plan(u.intent, u.memory, done)
         if isinstance(step, Call):
             already = made.get(call_key(step.name, step.arguments))
             if already is not None:  # never the same call twice in one turn: answer instead
@@ -151,6 +159,7 @@ class DialoguePolicy:
                 intent = parse.intent if confident else LOW_CONFIDENCE
                 if intent != active:
                     u.memory.new_thread()
+                u.memory.new_request()
                 u.intent, u.continued = intent, False
             u.memory.add(slots, index, turn.text)
             active = u.intent if u.intent in TOOL_INTENTS else None

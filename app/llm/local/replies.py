@@ -67,7 +67,8 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
         name = field or (t.SLOT_NAME[slot] if slot else t.SLOT_NAME["value"])
         values["slot_name"] = name[lang]
     segments = (
-        t.ERROR_CODE.get(outcome.error_code)
+        t.INTENT_ERROR_CODE.get(intent, {}).get(outcome.error_code)
+        or t.ERROR_CODE.get(outcome.error_code)
         or t.RESULT.get(intent, {}).get(kind)
         or t.RESULT_DEFAULT[kind]
     )

@@ -95,6 +95,12 @@ ASK: dict[str, dict[str, Text]] = {
         "email": {"zh": "请提供新的邮箱地址。", "en": "What is the new email address?"},
         "address": {"zh": "请提供新的地址。", "en": "What is the new address?"},
     },
+    "email_request": {
+        "email": {
+            "zh": "好的，请问要发送到哪个邮箱地址？",
+            "en": "Sure. Which email address should I send it to?",
+        },
+    },
 }
 
 ORDER_STATUS: dict[str, Text] = {
@@ -221,6 +227,64 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
             "en": ["Your {field_name} has been updated to {masked_value}."],
         },
     },
+    "email_request": {
+        "success": {
+            "zh": ["邮件已发送至 {to}（主题：{subject}），请查收。"],
+            "en": [
+                "The email has been sent to {to} (subject: {subject}). Please check your inbox."
+            ],
+        },
+        # Wording that asks again for the address, so a corrected one continues the request.
+        "invalid": {
+            "zh": ["这个邮箱地址好像不对，请核对后再告诉我正确的邮箱地址。"],
+            "en": [
+                "That email address doesn't look right. Could you check it and send me the "
+                "correct email address?"
+            ],
+        },
+        "error": {
+            "zh": ["抱歉，邮件暂时无法发送，请稍后再试，或者我为您转接人工客服。"],
+            "en": [
+                "Sorry, the email can't be sent right now. Please try again later, or I can pass "
+                "you to a human agent."
+            ],
+        },
+    },
+}
+
+# Error codes worded for one intent; they win over ERROR_CODE and the intent's outcome template.
+INTENT_ERROR_CODE: dict[str, dict[str, dict[Lang, list[str]]]] = {
+    "email_request": {
+        "approval_rejected": {
+            "zh": ["抱歉，同事审核后没有批准发送这封邮件，邮件没有发出。"],
+            "en": ["Sorry, a colleague reviewed this email and declined it, so it was not sent."],
+        },
+        "approval_expired": {
+            "zh": [
+                "这封邮件需要同事审核后才能发出，一直在等待同事确认，但还没有人批准，所以尚未发送。"
+                "您可以稍后再试，或者我为您转接人工客服。"
+            ],
+            "en": [
+                "This email needs a colleague's approval before it goes out. It was waiting for a "
+                "colleague, but nobody approved it in time, so it hasn't been sent. You can ask "
+                "again later, or I can pass you to a human agent."
+            ],
+        },
+        "email_unavailable": {
+            "zh": ["邮件服务暂时不可用，邮件没有发出，请稍后再试。"],
+            "en": [
+                "The email service is unavailable right now, so the email wasn't sent. Please "
+                "try again later."
+            ],
+        },
+        "email_rejected": {
+            "zh": ["邮件服务器拒收了这封邮件，请核对邮箱地址后再告诉我正确的邮箱地址。"],
+            "en": [
+                "The mail server refused this email. Could you check the email address and send "
+                "me the correct email address?"
+            ],
+        },
+    },
 }
 
 # Used when an intent has no template of its own for an outcome.
@@ -333,4 +397,5 @@ SLOT_NAME: dict[str, Text] = {
     "phone": {"zh": "手机号", "en": "phone number"},
     "value": {"zh": "联系方式", "en": "contact detail"},
     "amount": {"zh": "金额", "en": "amount"},
+    "to": {"zh": "邮箱地址", "en": "email address"},
 }

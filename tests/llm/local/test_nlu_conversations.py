@@ -229,3 +229,39 @@ def test_changing_the_email_in_english(nlu: NLUPipeline) -> None:
     assert reply == Reply(
         "Your email address has been updated to n***@example.com.", "update_contact"
     )
+
+
+SENT = {"message_id": "<idem_1@example.com>", "status": "sent"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please email me the receipt at han.work@example.com",
+        "请把发票发到我的邮箱 han.work@example.com",
+        "could you send the order confirmation to han.work@example.com?",
+    ],
+)
+def test_email_me_x_at_an_address_sends_an_email_and_changes_nothing(
+    nlu: NLUPipeline, text: str
+) -> None:
+    c = chat(nlu, send_email=success(SENT), update_contact_info=success({}))
+    reply = c.say(text)
+    assert [(name, args["to"]) for name, args in c.calls] == [
+        ("send_email", "han.work@example.com")
+    ]
+    assert isinstance(reply, Reply) and reply.intent == "email_request"
+    assert "han.work@example.com" in reply.text
+
+
+def test_checking_an_order_then_emailing_it_sends_the_orders_facts(nlu: NLUPipeline) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER), send_email=success(SENT))
+    c.say(f"check order {ORDER}")
+    c.say("can you send the order confirmation to my email")
+    assert c.calls == [("query_order_status", {"order_id": ORDER})]  # asked for the address
+    reply = c.say("han.work@example.com")
+    name, args = c.calls[-1]
+    assert (name, args["to"]) == ("send_email", "han.work@example.com")
+    assert "Your order 202405201234 is shipped." in args["body"]
+    assert "Total 299.00 CNY." in args["body"]
+    assert isinstance(reply, Reply) and "han.work@example.com" in reply.text

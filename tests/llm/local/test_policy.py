@@ -549,6 +549,34 @@ def test_updating_contact_details_never_reuses_an_older_value() -> None:
     )
 
 
+def test_a_second_contact_change_changes_what_it_names_not_the_first_again() -> None:
+    parser = ScriptedParser()
+    parser.add("change my email to a@example.com", "update_contact", email="a@example.com")
+    parser.add("and my phone to 13912345678", "update_contact", phone="13912345678")
+    parser.add("我想改地址", "update_contact")
+    parser.add("北京市朝阳区建国路88号", "out_of_scope", 0.8)
+    done = {"field": "email", "status": "updated", "masked_value": "a***@example.com"}
+    messages = [
+        user("change my email to a@example.com"),
+        tool_call("update_contact_info", {"field": "email", "value": "a@example.com"}, "c1"),
+        tool_result("c1", success(done)),
+        assistant("Your email address has been updated to a***@example.com."),
+        user("and my phone to 13912345678"),
+    ]
+    assert decide(parser, *messages) == CallTool(
+        "update_contact_info", {"field": "phone", "value": "13912345678"}, "update_contact"
+    )
+    # An address given for an earlier change is not the answer to a later request either.
+    messages = [user("我想改地址")]
+    messages += [
+        assistant(t.ASK["update_contact"]["address"]["zh"]),
+        user("北京市朝阳区建国路88号"),
+    ]
+    messages += [assistant("您的地址已更新为 北京市***。"), user("我想改地址")]
+    ask = decide(parser, *messages)
+    assert ask == AskForSlot(t.ASK["update_contact"]["address"]["zh"], "update_contact", "address")
+
+
 def test_updating_an_address_takes_the_answer_as_the_value() -> None:
     parser = ScriptedParser()
     parser.add("我想改一下联系方式", "update_contact")
