@@ -225,7 +225,7 @@ class TurnTools:
         if spec.risk == "external":
             approval_reasons.insert(0, f"{spec.name} acts outside the company (risk: external)")
 
-        key = idempotency_key(self.scope, call.id, spec.name)
+        key = idempotency_key(self.scope, call.id, spec.name, args)
         side_effects = spec.risk != "read"
         calls = self.executor.calls if side_effects else None
         if calls is not None:
