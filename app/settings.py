@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances).
     rate_limit_storage: str = "memory://"
     demo_db_path: Path = Path("var/demo.db")
+    # The tenants the demo dataset belongs to: other tenants' sessions find no demo customer.
+    demo_tenants: CommaList = Field(default_factory=lambda: ["default"])
     smtp_host: str = "127.0.0.1"
     smtp_port: int = Field(1025, ge=1, le=65535)
     smtp_from: str = "hermes@example.com"
@@ -143,7 +145,7 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
 
-    @field_validator("fallback_models", "cors_origins", "api_keys", mode="before")
+    @field_validator("fallback_models", "cors_origins", "api_keys", "demo_tenants", mode="before")
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):

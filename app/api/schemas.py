@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.storage.records import Message, Session, Turn
+from app.storage.records import Message, Session, Turn, dumps
 
 _ID = r"^[A-Za-z0-9_.:@+-]+$"
+MAX_METADATA_BYTES = 16 * 1024
+
+
+def _metadata_size(value: dict[str, Any]) -> dict[str, Any]:
+    # Measured as stored (compact JSON, UTF-8): metadata is copied into every session read.
+    size = len(dumps(value).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES} bytes (16 KiB) "
+            "are allowed"
+        )
+    return value
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_size)]
 
 
 def iso(ts: float | None) -> str | None:
@@ -34,7 +49,7 @@ class ErrorResponse(BaseModel):
 
 class CreateSession(Strict):
     user_id: str = Field(min_length=1, max_length=128, pattern=_ID)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class SessionOut(BaseModel):

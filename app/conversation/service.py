@@ -112,14 +112,19 @@ class ConversationService:
             self.manager.wake(session_id)
         return accepted
 
-    def follow_turn(self, turn: Turn) -> AsyncGenerator[Event | None]:
-        """The turn's events from its acceptance to its end (None = keep-alive tick)."""
-
+    def follow_turn(self, turn: Turn, after: int | None = None) -> AsyncGenerator[Event | None]:
+        """The turn's events from its acceptance (or from after `after`, when that is later)
+        to its end (None = keep-alive tick)."""
+        start = turn.accepted_seq if after is None else max(turn.accepted_seq, after)
+        if after is not None and turn.finished:
+            # Everything is in the log already; a follower would wait forever for a terminal
+            # event that lies before `after`.
+            return self._logged_turn(turn, start)
         follower = Follower(
             self.bus,
             self.events,
             turn.session_id,
-            after=turn.accepted_seq,
+            after=start,
             keepalive_s=self.limits.keepalive_s,
             until=lambda e: e.turn_id == turn.id and e.terminal,
         )
@@ -133,6 +138,18 @@ class ConversationService:
                 await follower.aclose()
 
         return events()
+
+    async def _logged_turn(self, turn: Turn, after: int) -> AsyncGenerator[Event | None]:
+        while True:
+            page = await self.events.after(turn.session_id, after)
+            for event in page:
+                if event.turn_id == turn.id:
+                    yield event
+                    if event.terminal:
+                        return
+            if not page:
+                return
+            after = page[-1].seq
 
     async def wait_for_turn(self, turn: Turn) -> tuple[Turn, Message]:
         """Block until the turn ends; its final message, or `TurnFailed`."""

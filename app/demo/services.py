@@ -26,7 +26,7 @@ async def open_demo(settings: Settings, *, mailer: Mailer | None = None) -> dict
     """Create the demo file if it is missing (never overwrite it), open it, and return the
     services dict handlers read through `ctx.services`."""
     await asyncio.to_thread(ensure, settings.demo_db_path)
-    store = await DemoStore(settings.demo_db_path).open()
+    store = await DemoStore(settings.demo_db_path, tenants=settings.demo_tenants).open()
     return {
         DEMO: store,
         SMTP: mailer if mailer is not None else SmtpMailer(SmtpConfig.from_settings(settings)),

@@ -8,10 +8,12 @@ blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 from app.demo import account, actions, outbox
+from app.demo.errors import customer_not_found, order_not_found
 from app.demo.mail import MailComposeError, MailDeliveryError, Mailer, compose
 from app.demo.outbox import Draft
 from app.demo.records import (
@@ -39,8 +41,19 @@ def _stamp(epoch: float) -> str:
 
 
 class DemoStore:
-    def __init__(self, path: Path | str, *, read_connections: int = 2) -> None:
+    """The demo backend. Its data belongs to `tenants`: a session of any other tenant acts as
+    a customer who does not exist, so it finds no customer, order or shipment, exactly as
+    for an unknown id (the same user id in two tenants is two different people)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        tenants: Iterable[str] = ("default",),
+        read_connections: int = 2,
+    ) -> None:
         self.path = Path(path)
+        self.tenants = frozenset(tenants)
         self.db = Database(self.path, read_connections=read_connections)
         # A `sending` outbox row younger than this belongs to a live attempt.
         self.email_stale_after_s = 120.0
@@ -59,17 +72,25 @@ class DemoStore:
             await asyncio.gather(*late, return_exceptions=True)
         await self.db.close()
 
+    def owns(self, tenant_id: str) -> bool:
+        return tenant_id in self.tenants
+
     # -- reads --------------------------------------------------------------------------------
 
-    async def customer(self, customer_id: str) -> Customer | None:
+    async def customer(self, tenant_id: str, customer_id: str) -> Customer | None:
+        if not self.owns(tenant_id):
+            return None
         row = await self.db.fetchone(
             "SELECT id, name, language, phone, email, address FROM customers WHERE id = ?",
             (customer_id,),
         )
         return None if row is None else Customer(*row)
 
-    async def order_for(self, customer_id: str, order_id: str) -> Order | None:
-        """The order if it exists *and* belongs to the customer; None otherwise, alike."""
+    async def order_for(self, tenant_id: str, customer_id: str, order_id: str) -> Order | None:
+        """The order if it exists *and* belongs to the tenant's customer; None otherwise,
+        alike."""
+        if not self.owns(tenant_id):
+            return None
         row = await self.db.fetchone(
             "SELECT o.*, c.language, s.tracking_number, s.carrier FROM orders o"
             " JOIN customers c ON c.id = o.customer_id"
@@ -98,8 +119,12 @@ class DemoStore:
             lines=tuple(OrderLine(*line) for line in lines),
         )
 
-    async def shipment_for(self, customer_id: str, tracking_number: str) -> Shipment | None:
-        """The shipment if its order belongs to the customer; None otherwise, alike."""
+    async def shipment_for(
+        self, tenant_id: str, customer_id: str, tracking_number: str
+    ) -> Shipment | None:
+        """The shipment if its order belongs to the tenant's customer; None otherwise, alike."""
+        if not self.owns(tenant_id):
+            return None
         row = await self.db.fetchone(
             "SELECT s.* FROM shipments s JOIN orders o ON o.id = s.order_id"
             " WHERE s.tracking_number = ? AND o.customer_id = ?",
@@ -124,9 +149,16 @@ class DemoStore:
     # -- history, for the rules over what was already done (app/tools/policy/history.py) -----
 
     async def refunded_cents(
-        self, customer_id: str, *, order_id: str | None = None, since: float | None = None
+        self,
+        tenant_id: str,
+        customer_id: str,
+        *,
+        order_id: str | None = None,
+        since: float | None = None,
     ) -> int:
         """Refunds of the customer not rejected: on one order, and/or since a moment."""
+        if not self.owns(tenant_id):
+            return 0
         sql = (
             "SELECT COALESCE(SUM(amount_cents), 0) FROM refunds"
             " WHERE customer_id = ? AND status != 'rejected'"
@@ -142,9 +174,11 @@ class DemoStore:
         return int(row[0]) if row is not None else 0
 
     async def contact_changes(
-        self, customer_id: str, *, session_id: str, since: float | None
+        self, tenant_id: str, customer_id: str, *, session_id: str, since: float | None
     ) -> int:
         """Contact changes of the customer in this session or since a moment."""
+        if not self.owns(tenant_id):
+            return 0
         sql = "SELECT COUNT(*) FROM contact_changes WHERE customer_id = ? AND (session_id = ?"
         params: list[object] = [customer_id, session_id]
         if since is not None:
@@ -155,9 +189,13 @@ class DemoStore:
 
     # -- writes (one transaction each, on the writer thread) ----------------------------------
 
+    # A tenant outside the dataset gets the refusal the action gives a customer who does not
+    # exist: its first lookup (customer or order) finds nothing.
+
     async def create_ticket(
         self, actor: Actor, *, category: str, summary: str, priority: str, order_id: str | None
     ) -> Ticket:
+        self._admit(actor)
         return await self.db.write(
             lambda c: actions.create_ticket(
                 c, actor, category=category, summary=summary, priority=priority, order_id=order_id
@@ -167,6 +205,7 @@ class DemoStore:
     async def request_refund(
         self, actor: Actor, *, order_id: str, amount_cents: int | None, reason: str | None
     ) -> Refund:
+        self._admit(actor, order_id)
         return await self.db.write(
             lambda c: actions.request_refund(
                 c, actor, order_id=order_id, amount_cents=amount_cents, reason=reason
@@ -174,17 +213,25 @@ class DemoStore:
         )
 
     async def request_return(self, actor: Actor, *, order_id: str, reason: str | None) -> Return:
+        self._admit(actor, order_id)
         return await self.db.write(
             lambda c: actions.request_return(c, actor, order_id=order_id, reason=reason)
         )
 
     async def reset_password(self, actor: Actor, *, phone: str) -> PasswordReset:
+        self._admit(actor)
         return await self.db.write(lambda c: account.reset_password(c, actor, phone=phone))
 
     async def update_contact(self, actor: Actor, *, field: str, value: str) -> ContactChange:
+        self._admit(actor)
         return await self.db.write(
             lambda c: account.update_contact(c, actor, field=field, value=value)
         )
+
+    def _admit(self, actor: Actor, order_id: str | None = None) -> None:
+        if self.owns(actor.tenant_id):
+            return
+        raise customer_not_found() if order_id is None else order_not_found(order_id)
 
     # -- email --------------------------------------------------------------------------------
 

@@ -149,18 +149,22 @@ async def collect(
             case StreamEnd():
                 end = item
     tool_calls = []
+    taken = {p.id for p in calls.values() if p.id}
+    used: set[str] = set()
     for index in sorted(calls):
         partial = calls[index]
         if not partial.name:
             raise UpstreamLLMError(
                 "the model sent a tool call without a name", code="llm_bad_response"
             )
+        call_id = partial.id or f"call_{index}"
+        if call_id in used:
+            # Results are matched to calls by id (tool messages, steps, idempotency keys): two
+            # calls sharing one would get one call's result twice. A repeat gets a new id.
+            call_id = _distinct(call_id, used | taken)
+        used.add(call_id)
         tool_calls.append(
-            RequestedToolCall(
-                id=partial.id or f"call_{index}",
-                name=partial.name,
-                arguments="".join(partial.arguments),
-            )
+            RequestedToolCall(id=call_id, name=partial.name, arguments="".join(partial.arguments))
         )
     return ModelReply(
         text="".join(text),
@@ -170,3 +174,10 @@ async def collect(
         prompt_tokens=end.prompt_tokens,
         completion_tokens=end.completion_tokens,
     )
+
+
+def _distinct(call_id: str, taken: set[str]) -> str:
+    n = 2
+    while f"{call_id}_{n}" in taken:
+        n += 1
+    return f"{call_id}_{n}"

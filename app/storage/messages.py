@@ -7,6 +7,7 @@ stored before an earlier turn's answer, and it must still come after that answer
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from app.storage.records import Message, dumps, new_id
@@ -16,6 +17,10 @@ _COLUMNS = (
     "pk, id, session_id, tenant_id, turn_id, turn_number, role, content, tool_calls,"
     " tool_call_id, name, token_estimate, metadata, created_at"
 )
+
+
+_CURSOR = re.compile(r"([0-9]{1,19}):([0-9]{1,19})")
+_MAX_INT = 2**63 - 1
 
 
 class InvalidMessageCursor(ValueError):
@@ -28,10 +33,14 @@ def message_cursor(message: Message) -> str:
 
 def _decode(cursor: str) -> tuple[int, int]:
     try:
-        turn_number, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split(":")
-        return int(turn_number), int(pk)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidMessageCursor("cursor is not one this service issued") from exc
+        text = base64.urlsafe_b64decode(cursor.encode()).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        text = ""
+    # Plain digits only (int() would take "-5", " 7" or "1_0"), each within SQLite's INTEGER.
+    found = _CURSOR.fullmatch(text)
+    if found is None or max(int(found[1]), int(found[2])) > _MAX_INT:
+        raise InvalidMessageCursor("cursor is not one this service issued")
+    return int(found[1]), int(found[2])
 
 
 def insert_message(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,10 @@ _COLUMNS = (
     "id, tenant_id, user_id, status, metadata, created_at, updated_at, last_activity_at,"
     " archived_at, last_event_seq, turn_count"
 )
+
+
+_MAX_ID = 128
+_MAX_TIME = 2**63 - 1
 
 
 class InvalidCursor(ValueError):
@@ -35,8 +40,13 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         created_at, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(session_id, str) or not isinstance(created_at, int | float):
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= _MAX_ID:
             raise TypeError
+        # json.loads takes NaN, Infinity and 1e400 (= inf): none is a time we wrote.
+        if isinstance(created_at, bool) or not isinstance(created_at, int | float):
+            raise TypeError
+        if not (math.isfinite(created_at) and 0 <= created_at <= _MAX_TIME):
+            raise ValueError
         return float(created_at), session_id
     except (ValueError, TypeError) as exc:
         raise InvalidCursor("cursor is not one this service issued") from exc

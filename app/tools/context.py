@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,11 @@ class ToolContext:
         return self.scope.session_id
 
 
-def idempotency_key(scope: TurnScope, call_id: str, tool: str) -> str:
-    """Stable for the same (session, turn, call): a retried or replayed call gets the same key."""
-    raw = f"{scope.tenant_id}\x1f{scope.session_id}\x1f{scope.turn_id}\x1f{call_id}\x1f{tool}"
+def idempotency_key(scope: TurnScope, call_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    """Stable for the same (session, turn, call id, tool, arguments): a retried or replayed call
+    (a step retry replays the recorded arguments) gets the same key. The arguments are part of
+    it because the call id is the model's: a model that reuses an id for a different call must
+    get that call run, not the earlier call's stored result."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    raw = "\x1f".join((scope.tenant_id, scope.session_id, scope.turn_id, call_id, tool, canonical))
     return "idem_" + hashlib.sha256(raw.encode()).hexdigest()[:32]

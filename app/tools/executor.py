@@ -235,7 +235,7 @@ class TurnTools:
         if rejected:
             return _rule_refusal(rejected)
 
-        key = idempotency_key(self.scope, call.id, spec.name)
+        key = idempotency_key(self.scope, call.id, spec.name, args)
         calls = self.executor.calls if spec.acts else None
         if calls is not None:
             stored = await calls.stored_result(key)

@@ -187,3 +187,23 @@ async def test_api_keys_scope_tenants(make_settings: Any) -> None:
         )
         assert (await client.get("/v1/sessions", headers=b)).json()["items"] == []
         assert (await client.get("/healthz")).status_code == 200  # probes need no key
+
+
+async def test_metadata_is_capped_at_16_kib(service: LiveService) -> None:
+    client = service.client
+    err = assert_error(
+        await client.post("/v1/sessions", json={"user_id": "u1", "metadata": {"x": "y" * 17408}}),
+        422,
+        "validation_error",
+    )
+    [problem] = err["details"]["errors"]
+    assert problem["field"] == "body.metadata" and "16384 bytes (16 KiB)" in problem["message"]
+    # Measured as stored: compact JSON in UTF-8 ('{"x":""}' is 8 bytes, each 汉 is 3).
+    at_cap = {"x": "y" * (16384 - 8)}
+    created = await client.post("/v1/sessions", json={"user_id": "u1", "metadata": at_cap})
+    assert created.status_code == 201 and created.json()["metadata"] == at_cap
+    over = {"x": "汉" * (16384 // 3)}
+    response = await client.post("/v1/sessions", json={"user_id": "u1", "metadata": over})
+    assert_error(response, 422, "validation_error")
+    listing = (await client.get("/v1/sessions")).json()["items"]
+    assert len(listing) == 1  # only the session at the cap was stored

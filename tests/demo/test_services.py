@@ -36,11 +36,11 @@ async def test_open_creates_the_file_on_first_use_and_close_closes(tmp_path: Pat
         assert isinstance(store, DemoStore) and isinstance(mailer, SmtpMailer)
         assert (mailer.config.host, mailer.config.port) == ("127.0.0.1", 2525)
         assert (mailer.sender, mailer.config.timeout_s) == ("cs@example.com", 3)
-        assert await store.customer(LI_LEI) is not None
+        assert await store.customer("default", LI_LEI) is not None
     finally:
         await close_demo(services)
     with pytest.raises(DatabaseClosed):
-        await store.customer(LI_LEI)
+        await store.customer("default", LI_LEI)
 
 
 async def test_context_manager_and_a_mailer_override(tmp_path: Path) -> None:
@@ -49,4 +49,4 @@ async def test_context_manager_and_a_mailer_override(tmp_path: Path) -> None:
         assert services[SMTP] is mailer
         store = services[DEMO]
         assert isinstance(store, DemoStore)
-        assert await store.order_for(LI_LEI, "202405201235") is not None
+        assert await store.order_for("default", LI_LEI, "202405201235") is not None

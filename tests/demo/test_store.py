@@ -1,24 +1,32 @@
-"""DemoStore: ownership-scoped reads, and an email outbox that sends once per key even when
-the caller gives up mid-send."""
+"""DemoStore: reads and writes scoped to the owning customer within the tenants the data
+belongs to, and an email outbox that sends once per key even when the caller gives up
+mid-send."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 
 from app.demo.errors import DemoError
-from app.demo.fixtures import FOREIGN_ORDER, HAN_MEIMEI, LI_LEI, SHIPPED_ORDER, SHIPPED_TRACKING
+from app.demo.fixtures import (
+    DELIVERED_ORDER,
+    FOREIGN_ORDER,
+    HAN_MEIMEI,
+    LI_LEI,
+    SHIPPED_ORDER,
+    SHIPPED_TRACKING,
+)
 from app.demo.generator import regenerate
 from app.demo.mail import MailComposeError, MailDeliveryError
 from app.demo.outbox import Draft
 from app.demo.records import Actor
 from app.demo.store import DemoStore
 from app.demo.testing import RecordingMailer
-from tests.demo.conftest import query
+from tests.demo.conftest import dump, query
 
 
 @pytest.fixture
@@ -38,13 +46,13 @@ DRAFT = Draft("<idem_x@example.com>", "hermes@example.com", "a@example.com", "Hi
 
 
 async def test_reads_are_scoped_to_the_owner(store: DemoStore) -> None:
-    assert await store.order_for(LI_LEI, FOREIGN_ORDER) is None
-    order = await store.order_for(HAN_MEIMEI, FOREIGN_ORDER)
+    assert await store.order_for("default", LI_LEI, FOREIGN_ORDER) is None
+    order = await store.order_for("default", HAN_MEIMEI, FOREIGN_ORDER)
     assert order is not None and order.customer_id == HAN_MEIMEI
-    assert await store.shipment_for(HAN_MEIMEI, SHIPPED_TRACKING) is None
-    shipment = await store.shipment_for(LI_LEI, SHIPPED_TRACKING)
+    assert await store.shipment_for("default", HAN_MEIMEI, SHIPPED_TRACKING) is None
+    shipment = await store.shipment_for("default", LI_LEI, SHIPPED_TRACKING)
     assert shipment is not None and shipment.order_id == SHIPPED_ORDER
-    customer = await store.customer(LI_LEI)
+    customer = await store.customer("default", LI_LEI)
     assert customer is not None and customer.name == "李雷"
 
 
@@ -175,3 +183,66 @@ async def test_an_unexpected_mailer_error_leaves_the_row_failed_not_sending(
     first = await store.send_email(actor("idem_broken"), DRAFT, mailer)
     again = await store.send_email(actor("idem_broken"), DRAFT, mailer)
     assert (first.status, again.status, len(mailer.sent)) == ("sent", "sent", 1)
+
+
+async def test_another_tenant_finds_no_customer_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "demo.db"
+    regenerate(path)
+    before = dump(path)
+    store = await DemoStore(path, tenants=["default", "acme"]).open()
+    try:
+        # The same user id in a tenant the data does not belong to is nobody here.
+        assert await store.customer("globex", LI_LEI) is None
+        assert await store.order_for("globex", LI_LEI, SHIPPED_ORDER) is None
+        assert await store.shipment_for("globex", LI_LEI, SHIPPED_TRACKING) is None
+        outsider = Actor("globex", LI_LEI, "sess_b", "idem_globex_1")
+        outsider_attempts: dict[str, Callable[[], Awaitable[object]]] = {
+            "refund": lambda: store.request_refund(
+                outsider, order_id=DELIVERED_ORDER, amount_cents=100, reason=None
+            ),
+            "return": lambda: store.request_return(outsider, order_id=DELIVERED_ORDER, reason=None),
+            "ticket": lambda: store.create_ticket(
+                outsider, category="other", summary="a question", priority="normal", order_id=None
+            ),
+            "ticket_on_order": lambda: store.create_ticket(
+                outsider,
+                category="other",
+                summary="a question",
+                priority="normal",
+                order_id=DELIVERED_ORDER,
+            ),
+            "reset": lambda: store.reset_password(outsider, phone="13800138000"),
+            "contact": lambda: store.update_contact(outsider, field="email", value="x@example.com"),
+        }
+        assert {name: await refusal(attempt) for name, attempt in outsider_attempts.items()} == {
+            "refund": "order_not_found",
+            "return": "order_not_found",
+            "ticket": "customer_not_found",
+            "ticket_on_order": "customer_not_found",
+            "reset": "customer_not_found",
+            "contact": "customer_not_found",
+        }
+        # Exactly what an unknown customer of an owning tenant is told.
+        nobody = Actor("acme", "cust_9999", "sess_a", "idem_acme_1")
+        unknown = await refusal(
+            lambda: store.request_refund(
+                nobody, order_id=DELIVERED_ORDER, amount_cents=100, reason=None
+            )
+        )
+        assert unknown == "order_not_found"
+        assert (
+            await refusal(lambda: store.reset_password(nobody, phone="1")) == "customer_not_found"
+        )
+        # Each tenant the data belongs to sees its customers.
+        for tenant in ("default", "acme"):
+            order = await store.order_for(tenant, LI_LEI, SHIPPED_ORDER)
+            assert order is not None and order.customer_id == LI_LEI
+    finally:
+        await store.close()
+    assert dump(path) == before
+
+
+async def refusal(attempt: Callable[[], Awaitable[object]]) -> str:
+    with pytest.raises(DemoError) as refused:
+        await attempt()
+    return refused.value.code

@@ -17,8 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from app.api.testing import LiveService
 from app.conversation.events import EventBus
 from app.llm.gateway import RequestedToolCall
+from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.resilience.breaker import BreakerPolicy
 from app.settings import PROJECT_ROOT
 from app.storage.approvals import ApprovalStore
@@ -26,13 +28,14 @@ from app.storage.sessions import SessionStore
 from app.storage.sqlite import Database
 from app.storage.tool_calls import ToolCallStore
 from app.tools.approvals import ApprovalBroker
-from app.tools.context import TurnScope
+from app.tools.context import TurnScope, idempotency_key
 from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
+from tests.conftest import new_session
 from tests.tools.fixture_tools import REC
 
 HERE = Path(__file__).parent
@@ -404,3 +407,78 @@ async def _pending_approval(broker: ApprovalBroker, scope: TurnScope) -> Any:
             return pending[0]
         assert asyncio.get_running_loop().time() < deadline, "no approval was requested"
         await asyncio.sleep(0.01)
+
+
+# -- repeated tool-call ids, through HTTP and the fake model server -----------------------------
+
+
+async def _note_turn(svc: LiveService, content: str) -> dict[str, Any]:
+    session_id = await new_session(svc)
+    response = await svc.client.post(
+        f"/v1/sessions/{session_id}/messages", json={"content": content}
+    )
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _tool_messages(request_messages: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [
+        (m["tool_call_id"], json.loads(m["content"])["data"])
+        for m in request_messages
+        if m["role"] == "tool"
+    ]
+
+
+async def test_two_calls_sharing_an_id_in_one_response_each_run_with_their_own_result(
+    tools_service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(
+            ToolCall("write_note", {"text": "call back at 5"}, id="dup"),
+            ToolCall("write_note", {"text": "send the invoice"}, id="dup"),
+        ),
+        Reply("Both noted."),
+    )
+    body = await _note_turn(tools_service, "note two things")
+    assert body["message"]["content"] == "Both noted."
+    assert [s["text"] for s in REC.side_effects] == ["call back at 5", "send the invoice"]
+    assert len({s["key"] for s in REC.side_effects}) == 2
+    # The model is answered per call, under distinct ids matching its (renamed) calls.
+    second = fake_llm.requests[1].messages
+    [assistant] = [m for m in second if m["role"] == "assistant"]
+    ids = [c["id"] for c in assistant["tool_calls"]]
+    assert ids[0] == "dup" and len(set(ids)) == 2
+    results = _tool_messages(second)
+    assert [call_id for call_id, _ in results] == ids
+    assert [data["text"] for _, data in results] == ["call back at 5", "send the invoice"]
+
+
+async def test_an_id_reused_for_a_different_call_in_a_later_round_runs_that_call(
+    tools_service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(ToolCall("write_note", {"text": "call back at 5"}, id="c1")),
+        ToolCalls(ToolCall("write_note", {"text": "send the invoice"}, id="c1")),
+        # The same call (id, tool and arguments) again: a replay, not a second note.
+        ToolCalls(ToolCall("write_note", {"text": "send the invoice"}, id="c1")),
+        Reply("Noted."),
+    )
+    body = await _note_turn(tools_service, "note two things")
+    assert body["message"]["content"] == "Noted."
+    assert [s["text"] for s in REC.side_effects] == ["call back at 5", "send the invoice"]
+    last = _tool_messages(fake_llm.requests[3].messages)
+    assert [data["text"] for _, data in last] == [
+        "call back at 5",
+        "send the invoice",
+        "send the invoice",
+    ]
+    assert [data["note_id"] for _, data in last] == ["note-1", "note-2", "note-2"]
+
+
+def test_the_idempotency_key_follows_the_arguments() -> None:
+    scope = TurnScope("default", "u1", "ses_1", "trn_1")
+    key = idempotency_key(scope, "c1", "write_note", {"text": "a", "n": 1})
+    assert key == idempotency_key(scope, "c1", "write_note", {"n": 1, "text": "a"})  # canonical
+    assert key != idempotency_key(scope, "c1", "write_note", {"text": "b", "n": 1})
+    assert key != idempotency_key(scope, "c2", "write_note", {"text": "a", "n": 1})
+    assert key != idempotency_key(scope, "c1", "other_tool", {"text": "a", "n": 1})

@@ -1,26 +1,29 @@
-"""MCP servers for operators: their health and tools, and re-approval of changed tools.
+"""MCP servers: their health for operators; the full picture and re-approval for admins.
 
-Both routes need the operator role: the status names commands, URLs and tool definitions of
-the deployment, which agents at the phones have no use for.
+MCP servers serve the whole deployment, not one tenant: approving a changed tool offers it to
+every tenant's sessions again, so it needs the `admin` role, and so does the detailed listing
+(commands, URLs, fingerprints, who approved what). Operators of any tenant see status only.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from app.api.auth import require_role
 from app.api.deps import PrincipalDep
+from app.api.params import McpServerName, McpToolName
 from app.api.schemas import ErrorResponse, Strict, iso
 from app.errors import Unavailable
 from app.tools.mcp.manager import McpManager
+from app.tools.mcp.store import ApprovedDefinition
 
 router = APIRouter(prefix="/v1/mcp", tags=["mcp"])
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    403: {"model": ErrorResponse, "description": "Needs the operator role"},
+    403: {"model": ErrorResponse, "description": "Needs the operator role (admin for detail)"},
     404: {"model": ErrorResponse, "description": "No such server or tool"},
 }
 
@@ -35,12 +38,33 @@ def get_mcp(request: Request) -> McpManager:
 McpDep = Annotated[McpManager, Depends(get_mcp)]
 
 
-class McpToolOut(BaseModel):
+class McpToolStatus(BaseModel):
     tool: str = Field(description="The server's name for the tool")
     name: str = Field(description="The name the model sees")
     offered: bool
     blocked_reason: str | None
+
+
+class McpServerStatus(BaseModel):
+    """What any operator sees: no command, URL, env, headers or fingerprints."""
+
+    name: str
+    state: str
+    trusted: bool
+    tool_count: int = Field(description="Tools offered to the model")
+    tools: list[McpToolStatus]
+    last_error: str | None = Field(description="Masked; no URLs, command line or stderr")
+
+
+class McpToolOut(McpToolStatus):
     fingerprint: str
+    approved_by: str | None = Field(description="Subject of the approving key, or first-seen")
+    approved_by_tenant: str | None
+    approved_at: str | None
+
+    @classmethod
+    def of(cls, tool: dict[str, Any]) -> McpToolOut:
+        return cls.model_validate({**tool, "approved_at": iso(tool["approved_at"])})
 
 
 class McpServerOut(BaseModel):
@@ -62,10 +86,20 @@ class McpServerOut(BaseModel):
 
     @classmethod
     def of(cls, status: dict[str, Any]) -> McpServerOut:
-        return cls.model_validate({**status, "connected_at": iso(status["connected_at"])})
+        return cls.model_validate(
+            {
+                **status,
+                "tools": [McpToolOut.of(t) for t in status["tools"]],
+                "connected_at": iso(status["connected_at"]),
+            }
+        )
 
 
 class McpServerList(BaseModel):
+    items: list[McpServerStatus]
+
+
+class McpServerDetailList(BaseModel):
     items: list[McpServerOut]
 
 
@@ -82,25 +116,37 @@ class ApprovalOut(BaseModel):
     fingerprint: str
     changed: bool = Field(description="False when the definition was already approved")
     offered: bool
+    approved_by: str | None = Field(description="Who approved the definition in force")
+    approved_by_tenant: str | None
+    approved_at: str | None
 
 
-@router.get("/servers", response_model=McpServerList, responses=RESPONSES)
-async def list_servers(principal: PrincipalDep, mcp: McpDep) -> McpServerList:
+@router.get("/servers", response_model=McpServerList | McpServerDetailList, responses=RESPONSES)
+async def list_servers(
+    principal: PrincipalDep,
+    mcp: McpDep,
+    detail: Annotated[
+        bool, Query(description="Commands, URLs, fingerprints and approvals (admin only)")
+    ] = False,
+) -> McpServerList | McpServerDetailList:
+    if detail:
+        require_role(principal, "admin")
+        return McpServerDetailList(items=[McpServerOut.of(s) for s in mcp.status()])
     require_role(principal, "operator")
-    return McpServerList(items=[McpServerOut.of(s) for s in mcp.status()])
+    return McpServerList(items=[McpServerStatus.model_validate(s) for s in mcp.summary()])
 
 
 @router.post(
     "/servers/{name}/tools/{tool}/approve", response_model=ApprovalOut, responses=RESPONSES
 )
 async def approve_tool(
-    name: str,
-    tool: str,
+    name: McpServerName,
+    tool: McpToolName,
     principal: PrincipalDep,
     mcp: McpDep,
     body: Annotated[ApproveIn | None, Body()] = None,
 ) -> ApprovalOut:
-    require_role(principal, "operator")
+    require_role(principal, "admin")
     outcome = await mcp.approve(
         name,
         tool,
@@ -108,6 +154,7 @@ async def approve_tool(
         tenant_id=principal.tenant_id,
         fingerprint=body.fingerprint if body is not None else None,
     )
+    pinned: ApprovedDefinition | None = outcome.approved
     return ApprovalOut(
         server=outcome.server,
         tool=outcome.tool,
@@ -115,4 +162,7 @@ async def approve_tool(
         fingerprint=outcome.fingerprint,
         changed=outcome.changed,
         offered=True,
+        approved_by=None if pinned is None else pinned.approved_by,
+        approved_by_tenant=None if pinned is None else pinned.approved_by_tenant,
+        approved_at=None if pinned is None else iso(pinned.approved_at),
     )

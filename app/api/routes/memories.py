@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.auth import require_role
 from app.api.deps import PrincipalDep
+from app.api.params import MemoryId, UserId
 from app.api.schemas import ErrorResponse, iso
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
@@ -22,10 +23,7 @@ from app.principal import Principal
 
 router = APIRouter(prefix="/v1/users/{user_id}/memories", tags=["memories"])
 
-_ID = r"^[A-Za-z0-9_.:@+-]+$"
 _KEY = r"^[A-Za-z][A-Za-z0-9_.:-]*$"
-UserId = Annotated[str, Path(min_length=1, max_length=128, pattern=_ID)]
-MemoryId = Annotated[str, Path(min_length=1, max_length=64, pattern=_ID)]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "No such memory for this user"}
 }

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from app.api import sse
 from app.api.deps import ConversationDep, PrincipalDep, RuntimeDep
+from app.api.params import SessionId, StepId
 from app.api.schemas import ErrorResponse, iso
 from app.storage.steps import Step
 
@@ -80,7 +81,7 @@ class RetryOut(BaseModel):
 
 @router.get("", response_model=StepList, responses={404: {"model": ErrorResponse}})
 async def list_steps(
-    session_id: str,
+    session_id: SessionId,
     principal: PrincipalDep,
     runtime: RuntimeDep,
     turn_id: Annotated[str | None, Query(max_length=64)] = None,
@@ -99,8 +100,8 @@ async def list_steps(
     },
 )
 async def retry_step(
-    session_id: str,
-    step_id: str,
+    session_id: SessionId,
+    step_id: StepId,
     principal: PrincipalDep,
     runtime: RuntimeDep,
     conversation: ConversationDep,

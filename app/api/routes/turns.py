@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
 from app.api.deps import ConversationDep, PrincipalDep
+from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import ErrorResponse, PostMessage, TurnOut
-from app.errors import InvalidInput
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
 
@@ -21,24 +21,29 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
     },
     404: {"model": ErrorResponse, "description": "No such session"},
     409: {"model": ErrorResponse, "description": "A turn is running (busy policy reject)"},
+    422: {"model": ErrorResponse, "description": "Invalid body, id or Last-Event-ID / ?after="},
     502: {"model": ErrorResponse, "description": "The turn failed (e.g. the model is down)"},
 }
 
 
 @router.post("/{session_id}/messages", response_model=TurnOut, responses=_RESPONSES)
 async def post_message(
-    session_id: str,
+    session_id: SessionId,
     body: PostMessage,
     principal: PrincipalDep,
     conversation: ConversationDep,
+    resume: ResumeAfter,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
+    # `resume` is checked before the turn is accepted: a bad Last-Event-ID is a 422 with
+    # nothing started. On the stream it skips the turn's events the client already has (a
+    # fetch-based SSE client retrying the POST with the same client_message_id).
     accepted = await conversation.post_message(
         principal, session_id, body.content, body.client_message_id
     )
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
     if sse.wants_event_stream(accept):
-        response = sse.stream_response(conversation.follow_turn(accepted.turn))
+        response = sse.stream_response(conversation.follow_turn(accepted.turn, after=resume))
         response.headers.update(replay)
         return response
     turn, message = await conversation.wait_for_turn(accepted.turn)
@@ -50,24 +55,14 @@ async def post_message(
     responses={
         200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}},
         404: {"model": ErrorResponse, "description": "No such session"},
+        422: {"model": ErrorResponse, "description": "Invalid id or Last-Event-ID / ?after="},
     },
 )
 async def session_events(
-    session_id: str,
+    session_id: SessionId,
     principal: PrincipalDep,
     conversation: ConversationDep,
-    after: Annotated[int | None, Query(ge=0)] = None,
-    last_event_id: Annotated[str | None, Header()] = None,
+    resume: ResumeAfter,
 ) -> Response:
-    start = after
-    if last_event_id is not None and last_event_id.strip():
-        try:
-            start = int(last_event_id)
-        except ValueError:
-            raise InvalidInput(
-                "Last-Event-ID must be an event id from this stream", field="Last-Event-ID"
-            ) from None
-        if start < 0:
-            raise InvalidInput("Last-Event-ID must not be negative", field="Last-Event-ID")
-    events = await conversation.follow_session(principal, session_id, start)
+    events = await conversation.follow_session(principal, session_id, resume)
     return sse.stream_response(events)

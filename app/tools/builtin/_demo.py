@@ -34,7 +34,8 @@ def mailer(ctx: ToolContext) -> Mailer:
 
 
 def actor(ctx: ToolContext) -> Actor:
-    # The session's user is the customer; ids the model passes are only ever looked up
+    # The session's user is the customer, within the session's tenant (the store refuses
+    # tenants the demo data does not belong to); ids the model passes are only ever looked up
     # *within* this customer's records.
     return Actor(ctx.tenant_id, ctx.user_id, ctx.session_id, ctx.idempotency_key)
 

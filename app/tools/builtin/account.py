@@ -51,6 +51,6 @@ async def update_contact_info(ctx: ToolContext, field: str, value: str) -> dict[
 async def contact_change_history(ctx: ToolContext, query: HistoryQuery) -> History:
     """How many times this customer's contact details changed in this session or window."""
     changes = await demo_store(ctx).contact_changes(
-        ctx.user_id, session_id=ctx.session_id, since=query.since
+        ctx.tenant_id, ctx.user_id, session_id=ctx.session_id, since=query.since
     )
     return History(done=changes)

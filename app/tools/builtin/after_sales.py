@@ -47,15 +47,17 @@ async def refund_history(ctx: ToolContext, query: HistoryQuery) -> History:
     order_id = str(query.arguments.get("order_id", ""))
     per_order = query.rule.per == "order_id"
     done = await store.refunded_cents(
-        ctx.user_id, order_id=order_id if per_order else None, since=query.since
+        ctx.tenant_id, ctx.user_id, order_id=order_id if per_order else None, since=query.since
     )
     this_call = None
     if query.arguments.get("amount") is None:
-        order = await store.order_for(ctx.user_id, order_id)
+        order = await store.order_for(ctx.tenant_id, ctx.user_id, order_id)
         left = 0
         if order is not None:
             on_order = (
-                done if per_order else await store.refunded_cents(ctx.user_id, order_id=order_id)
+                done
+                if per_order
+                else await store.refunded_cents(ctx.tenant_id, ctx.user_id, order_id=order_id)
             )
             left = max(order.total_cents - on_order, 0)
         this_call = money(left)

@@ -1,4 +1,4 @@
-"""query_order_status: one order of the session's customer."""
+"""query_order_status: one order of the session's customer (within the session's tenant)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.tools.context import ToolContext
 
 
 async def query_order_status(ctx: ToolContext, order_id: str) -> dict[str, Any]:
-    order = await demo_store(ctx).order_for(ctx.user_id, order_id)
+    order = await demo_store(ctx).order_for(ctx.tenant_id, ctx.user_id, order_id)
     if order is None:
         raise refuse(order_not_found(order_id))
     return {

@@ -10,7 +10,9 @@ from app.tools.context import ToolContext
 
 
 async def track_shipment(ctx: ToolContext, tracking_number: str) -> dict[str, Any]:
-    shipment = await demo_store(ctx).shipment_for(ctx.user_id, tracking_number.upper())
+    shipment = await demo_store(ctx).shipment_for(
+        ctx.tenant_id, ctx.user_id, tracking_number.upper()
+    )
     if shipment is None:
         raise refuse(shipment_not_found(tracking_number))
     return {

@@ -22,6 +22,7 @@ from app.resilience.breaker import BreakerPolicy, CircuitBreaker
 from app.settings import Settings
 from app.tools.context import ToolContext
 from app.tools.handlers import Runner
+from app.tools.mcp import status
 from app.tools.mcp.config import McpConfig, ServerConfig
 from app.tools.mcp.connection import ConnectOptions, ServerConnection
 from app.tools.mcp.definitions import Definition, UnusableTool, build_spec
@@ -58,6 +59,7 @@ class ApprovalOutcome:
     name: str
     fingerprint: str
     changed: bool  # False when the definition was already approved
+    approved: ApprovedDefinition | None  # the approval in force now: who, which tenant, when
 
 
 class McpManager:
@@ -228,11 +230,13 @@ class McpManager:
         tool: str,
         *,
         approved_by: str,
-        tenant_id: str | None = None,
+        tenant_id: str | None,
         fingerprint: str | None = None,
     ) -> ApprovalOutcome:
-        """Approve a tool's current definition and offer it again. `tool` is the server's name
-        for it or the registry's; `fingerprint`, when given, must match what is approved."""
+        """Approve a tool's current definition and offer it again, for every tenant (servers
+        serve the whole deployment). `approved_by` and `tenant_id` name the principal, for the
+        audit trail. `tool` is the server's name for it or the registry's; `fingerprint`, when
+        given, must match what is approved."""
         conn = self._connection(server)
         entries = self.tools.get(server, {})
         entry = entries.get(tool) or next((e for e in entries.values() if e.name == tool), None)
@@ -245,7 +249,10 @@ class McpManager:
                 current=current,
             )
         if entry.offered:
-            return ApprovalOutcome(server, entry.tool, entry.name, current, changed=False)
+            pinned_now = (await self._approvals(server)).get(entry.tool)
+            return ApprovalOutcome(
+                server, entry.tool, entry.name, current, changed=False, approved=pinned_now
+            )
         pinned = await self.definitions.approve(
             server, entry.definition, approved_by=approved_by, tenant_id=tenant_id
         )
@@ -254,45 +261,41 @@ class McpManager:
         registered = self.registry.get(entry.name)
         if registered is not None and registered.spec.source == f"mcp:{conn.name}":
             registered.offered, registered.blocked_reason = True, None
-        log.info("MCP server %s: %s approved by %s (%s)", server, entry.tool, approved_by, current)
+        log.info(
+            "MCP server %s: %s approved by %s of tenant %s (%s)",
+            server,
+            entry.tool,
+            approved_by,
+            tenant_id,
+            current,
+        )
         self._bump()
-        return ApprovalOutcome(server, entry.tool, entry.name, current, changed=True)
+        return ApprovalOutcome(
+            server, entry.tool, entry.name, current, changed=True, approved=pinned
+        )
 
     # -- status ---------------------------------------------------------------------------------
 
+    def summary(self) -> list[dict[str, Any]]:
+        """Every server as any operator may see it (see `app.tools.mcp.status`)."""
+        return [self.server_summary(name) for name in self.connections]
+
+    def server_summary(self, server: str) -> dict[str, Any]:
+        return status.summary(
+            self._connection(server), self.tools.get(server, {}).values(), self.config.masker
+        )
+
     def status(self) -> list[dict[str, Any]]:
+        """Every server in full, for admins."""
         return [self.server_status(name) for name in self.connections]
 
     def server_status(self, server: str) -> dict[str, Any]:
-        conn = self._connection(server)
-        entries = self.tools.get(server, {})
-        masker = self.config.masker
-        return {
-            "name": server,
-            "transport": conn.config.transport,
-            "target": conn.config.display_target(masker),
-            "trusted": conn.config.trusted,
-            "state": conn.state.value,
-            "protocol_version": conn.protocol_version,
-            "server_info": conn.server_info,
-            "tool_count": sum(1 for e in entries.values() if e.offered),
-            "tools": [
-                {
-                    "tool": e.tool,
-                    "name": e.name,
-                    "offered": e.offered,
-                    "blocked_reason": e.blocked_reason,
-                    "fingerprint": e.definition.fingerprint(),
-                }
-                for e in entries.values()
-            ],
-            "last_error": None if conn.last_error is None else masker.mask(conn.last_error),
-            "latency_p50_ms": conn.latencies.p50_ms(),
-            "calls": conn.latencies.count,
-            "connected_at": conn.connected_at,
-            "retries": conn.retries,
-            "breaker": conn.breaker.snapshot(),
-        }
+        return status.detail(
+            self._connection(server),
+            self.tools.get(server, {}).values(),
+            self._approved.get(server, {}),
+            self.config.masker,
+        )
 
     def _connection(self, server: str) -> ServerConnection:
         conn = self.connections.get(server)

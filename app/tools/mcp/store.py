@@ -1,4 +1,5 @@
-"""Approved MCP tool definitions, kept so a changed definition is caught across restarts."""
+"""Approved MCP tool definitions, kept so a changed definition is caught across restarts, and
+every decision about them (who, with which tenant's key, when) for the audit trail."""
 
 from __future__ import annotations
 
@@ -20,8 +21,26 @@ class ApprovedDefinition:
     tool: str
     fingerprint: str
     definition: Definition
-    approved_by: str
+    approved_by: str  # the principal's subject, or FIRST_SEEN
     approved_at: float
+    approved_by_tenant: str | None = None
+
+    @property
+    def decision(self) -> str:
+        return "first_seen" if self.approved_by == FIRST_SEEN else "approved"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One entry of the audit trail: a definition approved, by whom, for which tenant, when."""
+
+    server: str
+    tool: str
+    fingerprint: str
+    decision: str  # first_seen | approved
+    decided_by: str
+    tenant_id: str | None
+    decided_at: float
 
 
 class DefinitionStore(Protocol):
@@ -36,6 +55,8 @@ class DefinitionStore(Protocol):
         tenant_id: str | None = None,
     ) -> ApprovedDefinition: ...
 
+    async def decisions(self, server: str, tool: str) -> list[Decision]: ...
+
 
 class SqliteDefinitionStore:
     def __init__(self, db: Database) -> None:
@@ -43,8 +64,8 @@ class SqliteDefinitionStore:
 
     async def load(self, server: str) -> dict[str, ApprovedDefinition]:
         rows = await self.db.fetchall(
-            "SELECT server, tool, fingerprint, definition, approved_by, approved_at"
-            " FROM mcp_tool_approvals WHERE server = ?",
+            "SELECT server, tool, fingerprint, definition, approved_by, approved_by_tenant,"
+            " approved_at FROM mcp_tool_approvals WHERE server = ?",
             (server,),
         )
         return {row["tool"]: _from_row(row) for row in rows}
@@ -57,7 +78,7 @@ class SqliteDefinitionStore:
         approved_by: str,
         tenant_id: str | None = None,
     ) -> ApprovedDefinition:
-        approved = _approved(server, definition, approved_by)
+        approved = _approved(server, definition, approved_by, tenant_id)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -77,9 +98,30 @@ class SqliteDefinitionStore:
                     approved.approved_at,
                 ),
             )
+            conn.execute(
+                "INSERT INTO mcp_tool_decisions (server, tool, fingerprint, decision, decided_by,"
+                " tenant_id, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    server,
+                    approved.tool,
+                    approved.fingerprint,
+                    approved.decision,
+                    approved_by,
+                    tenant_id,
+                    approved.approved_at,
+                ),
+            )
 
         await self.db.write(write)
         return approved
+
+    async def decisions(self, server: str, tool: str) -> list[Decision]:
+        rows = await self.db.fetchall(
+            "SELECT server, tool, fingerprint, decision, decided_by, tenant_id, decided_at"
+            " FROM mcp_tool_decisions WHERE server = ? AND tool = ? ORDER BY seq",
+            (server, tool),
+        )
+        return [Decision(*row) for row in rows]
 
 
 class MemoryDefinitionStore:
@@ -87,6 +129,7 @@ class MemoryDefinitionStore:
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], ApprovedDefinition] = {}
+        self.log: list[Decision] = []
 
     async def load(self, server: str) -> dict[str, ApprovedDefinition]:
         return {tool: row for (srv, tool), row in self.rows.items() if srv == server}
@@ -99,9 +142,23 @@ class MemoryDefinitionStore:
         approved_by: str,
         tenant_id: str | None = None,
     ) -> ApprovedDefinition:
-        row = _approved(server, definition, approved_by)
+        row = _approved(server, definition, approved_by, tenant_id)
         self.rows[(server, definition.name)] = row
+        self.log.append(
+            Decision(
+                server,
+                row.tool,
+                row.fingerprint,
+                row.decision,
+                approved_by,
+                tenant_id,
+                row.approved_at,
+            )
+        )
         return row
+
+    async def decisions(self, server: str, tool: str) -> list[Decision]:
+        return [d for d in self.log if (d.server, d.tool) == (server, tool)]
 
 
 def _from_row(row: sqlite3.Row) -> ApprovedDefinition:
@@ -112,10 +169,13 @@ def _from_row(row: sqlite3.Row) -> ApprovedDefinition:
         definition=Definition.from_dict(json.loads(row["definition"])),
         approved_by=row["approved_by"],
         approved_at=row["approved_at"],
+        approved_by_tenant=row["approved_by_tenant"],
     )
 
 
-def _approved(server: str, definition: Definition, approved_by: str) -> ApprovedDefinition:
+def _approved(
+    server: str, definition: Definition, approved_by: str, tenant_id: str | None
+) -> ApprovedDefinition:
     return ApprovedDefinition(
         server=server,
         tool=definition.name,
@@ -123,4 +183,5 @@ def _approved(server: str, definition: Definition, approved_by: str) -> Approved
         definition=definition,
         approved_by=approved_by,
         approved_at=time.time(),
+        approved_by_tenant=tenant_id,
     )

@@ -175,18 +175,33 @@ async def test_changed_definition_is_blocked_until_approved(make_manager: Manage
     changed = status["echo"]["fingerprint"]
     assert changed != first
     with pytest.raises(DefinitionMoved):
-        await manager.approve("s", "echo", approved_by="key_op", fingerprint=first)
-    outcome = await manager.approve("s", "mcp__s__echo", approved_by="key_op", fingerprint=changed)
+        await manager.approve(
+            "s", "echo", approved_by="key_op", tenant_id="acme", fingerprint=first
+        )
+    outcome = await manager.approve(
+        "s", "mcp__s__echo", approved_by="key_op", tenant_id="acme", fingerprint=changed
+    )
     assert (outcome.tool, outcome.changed, outcome.fingerprint) == ("echo", True, changed)
+    assert outcome.approved is not None
+    assert (outcome.approved.approved_by, outcome.approved.approved_by_tenant) == (
+        "key_op",
+        "acme",
+    )
     echo = registry.get("mcp__s__echo")
     assert echo is not None and echo.offered and echo.blocked_reason is None
     assert "x@evil.com" in echo.spec.description
-    again = await manager.approve("s", "echo", approved_by="key_op")
+    again = await manager.approve("s", "echo", approved_by="key_root", tenant_id="globex")
     assert again.changed is False
+    assert again.approved is not None and again.approved.approved_by == "key_op"
+    kept = await manager.definitions.decisions("s", "echo")
+    assert [(d.decision, d.decided_by, d.tenant_id) for d in kept] == [
+        ("first_seen", FIRST_SEEN, None),
+        ("approved", "key_op", "acme"),
+    ]
     with pytest.raises(McpToolNotFound):
-        await manager.approve("s", "nope", approved_by="key_op")
+        await manager.approve("s", "nope", approved_by="key_op", tenant_id="acme")
     with pytest.raises(McpServerNotFound):
-        await manager.approve("nope", "echo", approved_by="key_op")
+        await manager.approve("nope", "echo", approved_by="key_op", tenant_id="acme")
 
 
 async def test_approvals_survive_a_restart(make_manager: ManagerFactory, tmp_path: Path) -> None:
@@ -203,8 +218,9 @@ async def test_approvals_survive_a_restart(make_manager: ManagerFactory, tmp_pat
         echo = second.registry.get("mcp__s__echo")
         assert echo is not None and not echo.offered
         assert second.registry.get("mcp__s__add") is not None
-        await second.approve("s", "echo", approved_by="key_op")
-        assert (await store.load("s"))["echo"].approved_by == "key_op"
+        await second.approve("s", "echo", approved_by="key_op", tenant_id="acme")
+        pinned = (await store.load("s"))["echo"]
+        assert (pinned.approved_by, pinned.approved_by_tenant) == ("key_op", "acme")
         await second.aclose()
         third = await make_manager({"s": poisoned}, definitions=store)
         await connected(third, "s")

@@ -1,0 +1,166 @@
+"""Ids in paths, stream positions and cursors are checked before anything is looked up or
+streamed: out of range or malformed is a 422 `validation_error` in the one error shape, never
+a 500, a broken stream or a database lookup of a 300-character id."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import httpx
+
+from app.api.testing import LiveService, SseEvent, read_events, stream_turn
+from app.llm.testing import FakeLLMServer, Reply
+from tests.api.test_sessions import assert_error
+from tests.conftest import new_session
+
+HUGE = "99999999999999999999999"  # > 2^63 - 1
+INT64_MAX = str(2**63 - 1)
+BAD_POSITIONS = ("-1", "abc", HUGE, str(2**63), "1.5", "+3", "1_0", "3.0", "0x1", "٣")
+
+
+def b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+async def assert_no_stream(response: httpx.Response, field: str) -> None:
+    await response.aread()
+    assert response.headers["content-type"].startswith("application/json")
+    error = assert_error(response, 422, "validation_error")
+    assert field in json.dumps(error["details"])
+
+
+async def test_bad_last_event_id_and_after_are_422_before_any_stream(
+    service: LiveService,
+) -> None:
+    session_id = await new_session(service)
+    path = f"/v1/sessions/{session_id}/events"
+    for value in BAD_POSITIONS:
+        if value.isascii():  # header values are ASCII on the wire
+            async with service.client.stream("GET", path, headers={"Last-Event-ID": value}) as r:
+                await assert_no_stream(r, "Last-Event-ID")
+        async with service.client.stream("GET", path, params={"after": value}) as r:
+            await assert_no_stream(r, "after")
+
+
+async def test_the_largest_position_is_accepted(service: LiveService) -> None:
+    session_id = await new_session(service)
+    path = f"/v1/sessions/{session_id}/events"
+    for headers, params in (({"Last-Event-ID": INT64_MAX}, {}), ({}, {"after": INT64_MAX})):
+        async with service.client.stream("GET", path, headers=headers, params=params) as r:
+            assert r.status_code == 200
+            # The stream is alive: deleting the session ends it cleanly, no error frame.
+            deleting = asyncio.create_task(service.client.delete(f"/v1/sessions/{session_id}"))
+            assert [e async for e in read_events(r)] == []
+            assert (await deleting).status_code == 204
+        session_id = await new_session(service)
+        path = f"/v1/sessions/{session_id}/events"
+
+
+async def test_the_streamed_post_checks_its_position_before_accepting_the_turn(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    session_id = await new_session(service)
+    path = f"/v1/sessions/{session_id}/messages"
+    sse = {"Accept": "text/event-stream"}
+    for value in BAD_POSITIONS:
+        if value.isascii():
+            async with service.client.stream(
+                "POST", path, json={"content": "hi"}, headers={**sse, "Last-Event-ID": value}
+            ) as r:
+                await assert_no_stream(r, "Last-Event-ID")
+        async with service.client.stream(
+            "POST", path, json={"content": "hi"}, headers=sse, params={"after": value}
+        ) as r:
+            await assert_no_stream(r, "after")
+    # Nothing was accepted: no message stored, the model never asked.
+    assert (await service.client.get(path)).json()["items"] == []
+    assert fake_llm.requests == []
+
+
+async def test_a_retried_streamed_post_resumes_after_last_event_id(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("one two three four"))
+    session_id = await new_session(service)
+    first = await stream_turn(service.client, session_id, "count", client_message_id="m1")
+    assert first[-1].event == "turn.completed"
+    ids = [int(e.id) for e in first if e.id]
+    seen = ids[2]
+    async with asyncio.timeout(10):  # a replay past the client's position ends, never hangs
+        resumed = await _replay(service, session_id, {"Last-Event-ID": str(seen)})
+        assert [int(e.id) for e in resumed if e.id] == [i for i in ids if i > seen]
+        assert await _replay(service, session_id, {"Last-Event-ID": INT64_MAX}) == []
+        assert [e.id for e in await _replay(service, session_id, {})] == [e.id for e in first]
+    assert len(fake_llm.requests) == 1  # replays, not new turns
+
+
+async def _replay(service: LiveService, session_id: str, headers: dict[str, str]) -> list[SseEvent]:
+    async with service.client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": "count", "client_message_id": "m1"},
+        headers={"Accept": "text/event-stream", **headers},
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["idempotent-replayed"] == "true"
+        return [e async for e in read_events(response)]
+
+
+async def test_out_of_range_cursors_are_422(service: LiveService) -> None:
+    session_id = await new_session(service)
+    messages = f"/v1/sessions/{session_id}/messages"
+    message_cursors = [
+        HUGE,
+        "garbage!!",
+        b64(f"{HUGE}:1".encode()),
+        b64(f"1:{HUGE}".encode()),
+        b64(b"-5:-3"),
+        b64(b"1:-1"),
+        b64(b" 1:2"),
+        b64(b"1_0:2"),
+        b64("١:٢".encode()),
+    ]
+    for cursor in message_cursors:
+        response = await service.client.get(messages, params={"cursor": cursor})
+        assert_error(response, 422, "validation_error")
+    session_cursors = [
+        HUGE,
+        b64(f'[{HUGE}, "ses_x"]'.encode()),
+        b64(b'[-1, "ses_x"]'),
+        b64(b'[1e400, "ses_x"]'),
+        b64(b'[NaN, "ses_x"]'),
+        b64(b'[Infinity, "ses_x"]'),
+        b64(b'[true, "ses_x"]'),
+        b64(b'[1.5, ""]'),
+        b64(json.dumps([1.5, "s" * 300]).encode()),
+    ]
+    for cursor in session_cursors:
+        response = await service.client.get("/v1/sessions", params={"cursor": cursor})
+        assert_error(response, 422, "validation_error")
+
+
+async def test_long_path_ids_are_422_and_normal_ids_unaffected(service: LiveService) -> None:
+    long_id = "s" * 300
+    client = service.client
+    for method, path in [
+        ("GET", f"/v1/sessions/{long_id}"),
+        ("DELETE", f"/v1/sessions/{long_id}"),
+        ("GET", f"/v1/sessions/{long_id}/messages"),
+        ("POST", f"/v1/sessions/{long_id}/messages"),
+        ("GET", f"/v1/sessions/{long_id}/events"),
+        ("GET", f"/v1/sessions/{long_id}/steps"),
+        ("POST", f"/v1/sessions/ses_x/steps/{long_id}/retry"),
+        ("GET", f"/v1/users/{long_id}/memories"),
+        ("DELETE", f"/v1/users/u1/memories/{long_id}"),
+        ("GET", f"/v1/users/u1/memories/{long_id}/history"),
+    ]:
+        response = await client.request(method, path, json={"content": "hi"})
+        error = assert_error(response, 422, "validation_error")
+        assert "128" in json.dumps(error["details"]), error
+    # At the cap, an id is looked up like any other: unknown, so 404.
+    assert_error(await client.get(f"/v1/sessions/{'s' * 128}"), 404, "session_not_found")
+    session_id = await new_session(service)
+    assert (await client.get(f"/v1/sessions/{session_id}")).status_code == 200
+    assert (await client.get(f"/v1/sessions/{session_id}/messages")).status_code == 200
