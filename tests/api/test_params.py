@@ -155,6 +155,9 @@ async def test_long_path_ids_are_422_and_normal_ids_unaffected(service: LiveServ
         ("GET", f"/v1/users/{long_id}/memories"),
         ("DELETE", f"/v1/users/u1/memories/{long_id}"),
         ("GET", f"/v1/users/u1/memories/{long_id}/history"),
+        ("GET", f"/v1/sessions/{long_id}/approvals"),
+        ("GET", f"/v1/sessions/ses_x/approvals/{long_id}"),
+        ("POST", f"/v1/sessions/ses_x/approvals/{long_id}"),
     ]:
         response = await client.request(method, path, json={"content": "hi"})
         error = assert_error(response, 422, "validation_error")

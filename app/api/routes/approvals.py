@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from app.api.auth import require_role
 from app.api.deps import ConversationDep, PrincipalDep, RuntimeDep
+from app.api.params import ApprovalId, SessionId
 from app.api.schemas import ErrorResponse, Strict, iso
 from app.storage.approvals import Approval
 
@@ -80,7 +81,7 @@ class DecisionIn(Strict):
 
 @router.get("", response_model=ApprovalList)
 async def list_approvals(
-    session_id: str,
+    session_id: SessionId,
     principal: PrincipalDep,
     runtime: RuntimeDep,
     conversation: ConversationDep,
@@ -98,8 +99,8 @@ async def list_approvals(
     responses={404: {"model": ErrorResponse, "description": "No such session or approval"}},
 )
 async def get_approval(
-    session_id: str,
-    approval_id: str,
+    session_id: SessionId,
+    approval_id: ApprovalId,
     principal: PrincipalDep,
     runtime: RuntimeDep,
     conversation: ConversationDep,
@@ -119,8 +120,8 @@ async def get_approval(
     },
 )
 async def decide(
-    session_id: str,
-    approval_id: str,
+    session_id: SessionId,
+    approval_id: ApprovalId,
     body: DecisionIn,
     principal: PrincipalDep,
     runtime: RuntimeDep,
