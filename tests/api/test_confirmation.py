@@ -136,5 +136,10 @@ async def test_offline_model_change_is_confirmed_in_chinese(make_settings: Any) 
 async def test_emailing_a_receipt_never_changes_the_account_unasked(make_settings: Any) -> None:
     async with serve(make_settings(model="hermes/local")) as svc:
         session_id = await new_session(svc, "cust_0001")
-        await stream_turn(svc.client, session_id, f"Please email me the receipt at {NEW_EMAIL}")
+        events = await stream_turn_deciding(
+            svc.client, session_id, f"Please email me the receipt at {NEW_EMAIL}", "reject"
+        )
+        # An email for an operator to approve, not a change of the account.
+        assert [a["tool"] for a in of_type(events, "approval.requested")] == ["send_email"]
+        assert not of_type(events, "confirmation.requested")
         assert email_of(svc) == "li.lei@example.com"

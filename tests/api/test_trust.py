@@ -139,7 +139,7 @@ async def test_untrusted_mcp_output_in_an_out_of_scope_turn_reaches_no_write_too
             ToolCalls(ToolCall("request_refund", {"order_id": "202405201235"})),
             Reply("Here is what the page says."),
         )
-        events = await stream_turn(svc.client, session_id, "what does the web page say?")
+        events = await stream_turn(svc.client, session_id, "what is on the web page?")
         assert error_codes(events) == [None, "tool_not_offered"]
         assert not [e for e in events if e.event == "approval.requested"]
         assert refunds_on(svc, "202405201235") == []

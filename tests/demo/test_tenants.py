@@ -27,7 +27,8 @@ async def tool_result(
     asked = len(fake_llm.requests)
     response = await svc.client.post(
         f"/v1/sessions/{created.json()['id']}/messages",
-        json={"content": f"where is my order {SHIPPED_ORDER}?"},
+        # a parcel question offers both tools the calls below use
+        json={"content": f"track my parcel for order {SHIPPED_ORDER}"},
         headers=headers,
     )
     assert response.status_code == 200, response.text
