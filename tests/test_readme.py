@@ -23,7 +23,7 @@ def documented(field: str) -> bool:
             parts = named.split("_")
             for cut in range(1, len(parts)):
                 prefix = ENV_PREFIX + "_".join(parts[:cut]) + "_"
-                if full.startswith(prefix) and f"`_{full[len(prefix):]}`" in row:
+                if full.startswith(prefix) and f"`_{full[len(prefix) :]}`" in row:
                     return True
     return False
 

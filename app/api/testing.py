@@ -143,9 +143,16 @@ TERMINAL = ("turn.completed", "turn.failed")
 
 
 async def stream_turn(
-    client: httpx.AsyncClient, session_id: str, content: str, **extra: Any
+    client: httpx.AsyncClient,
+    session_id: str,
+    content: str,
+    *,
+    decide: str | None = None,
+    **extra: Any,
 ) -> list[SseEvent]:
-    """POST a message with Accept: text/event-stream and collect events to the turn's end."""
+    """POST a message with Accept: text/event-stream and collect events to the turn's end.
+    With `decide` ("approve" or "reject"), every approval the turn waits for is decided over
+    the API as an operator would."""
     events: list[SseEvent] = []
     async with client.stream(
         "POST",
@@ -158,6 +165,11 @@ async def stream_turn(
             raise AssertionError(f"{response.status_code}: {response.text}")
         async for event in read_events(response):
             events.append(event)
+            if decide is not None and event.event == "approval.requested":
+                url = f"/v1/sessions/{session_id}/approvals/{event.data['approval_id']}"
+                decided = await client.post(url, json={"decision": decide})
+                if decided.status_code != 200:
+                    raise AssertionError(f"{decided.status_code}: {decided.text}")
             if event.event in TERMINAL:
                 break
     return events
@@ -170,25 +182,5 @@ async def stream_turn_deciding(
     decision: str = "approve",
     **extra: Any,
 ) -> list[SseEvent]:
-    """Like `stream_turn`, and every approval the turn waits for is decided over the API
-    (`decision` is "approve" or "reject") as an operator would."""
-    events: list[SseEvent] = []
-    async with client.stream(
-        "POST",
-        f"/v1/sessions/{session_id}/messages",
-        json={"content": content, **extra},
-        headers={"Accept": "text/event-stream"},
-    ) as response:
-        if response.status_code != 200:
-            await response.aread()
-            raise AssertionError(f"{response.status_code}: {response.text}")
-        async for event in read_events(response):
-            events.append(event)
-            if event.event == "approval.requested":
-                url = f"/v1/sessions/{session_id}/approvals/{event.data['approval_id']}"
-                decided = await client.post(url, json={"decision": decision})
-                if decided.status_code != 200:
-                    raise AssertionError(f"{decided.status_code}: {decided.text}")
-            if event.event in TERMINAL:
-                break
-    return events
+    """`stream_turn` deciding every approval (`decision`: "approve" or "reject")."""
+    return await stream_turn(client, session_id, content, decide=decision, **extra)
