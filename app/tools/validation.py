@@ -87,8 +87,21 @@ def _validator(schema_json: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_json), format_checker=_FORMATS)
 
 
+# Tool schemas are long-lived objects (a ToolSpec's `parameters`): look their validator up by
+# identity first, so a call does not serialise its schema just to find the cached validator.
+_BY_IDENTITY: dict[int, tuple[dict[str, Any], Draft202012Validator]] = {}
+_BY_IDENTITY_MAX = 512
+
+
 def validator_for(schema: dict[str, Any]) -> Draft202012Validator:
-    return _validator(json.dumps(schema, sort_keys=True))
+    known = _BY_IDENTITY.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if len(_BY_IDENTITY) >= _BY_IDENTITY_MAX:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)  # holds the schema, so its id stays its own
+    return validator
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

@@ -21,6 +21,8 @@ def refusal(
     policy: TurnPolicy,
 ) -> ToolResult | None:
     """None when the call may go on; otherwise the result the model gets instead."""
+    if tool is not None and tool.offered and policy.allows(call.name, call.id):
+        return None
     allowed = [t.spec.name for t in registry.all() if t.offered and policy.allows(t.spec.name, "")]
     if tool is None or not tool.offered:
         return ToolResult.fail(
@@ -28,8 +30,6 @@ def refusal(
             f"there is no tool named {call.name!r}",
             hint=f"Use one of: {', '.join(allowed)}" if allowed else "No tools are available.",
         )
-    if policy.allows(call.name, call.id):
-        return None
     usable = ", ".join(allowed) if allowed else "none"
     return ToolResult.fail(
         "tool_not_offered",
