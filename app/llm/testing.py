@@ -83,7 +83,15 @@ class BreakStream:
     text: str = "partial "
 
 
-Step = Reply | ToolCalls | Fail | Hang | BreakStream
+@dataclass(frozen=True)
+class MalformedStream:
+    """Stream `text` (if any), then an event whose data is not valid JSON, then end as usual."""
+
+    text: str = ""
+    data: str = '{"choices": [{"index": 0, "delta": {"content": "cut'
+
+
+Step = Reply | ToolCalls | Fail | Hang | BreakStream | MalformedStream
 
 
 @dataclass
@@ -211,7 +219,7 @@ class FakeLLMServer:
             return StreamingResponse(
                 _sse(_stream_chunks(model, step)), media_type="text/event-stream"
             )
-        if isinstance(step, BreakStream):
+        if isinstance(step, BreakStream | MalformedStream):
             return Response(b'{"choices": [', media_type="application/json")
         return JSONResponse(_full_response(model, step))
 
@@ -273,7 +281,7 @@ def _full_response(model: str, step: Reply | ToolCalls | BreakStream) -> dict[st
     }
 
 
-async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any] | None]:
+async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any] | str | None]:
     cid, created = _completion_id(), int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -289,6 +297,12 @@ async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any]
     if isinstance(step, BreakStream):
         yield chunk({"content": step.text})
         yield None  # tells _sse to drop the connection
+        return
+    if isinstance(step, MalformedStream):
+        if step.text:
+            yield chunk({"content": step.text})
+        yield step.data  # sent as the event's data verbatim
+        yield chunk({}, "stop")
         return
     if isinstance(step, Reply):
         for i, piece in enumerate(_split(step.text, step.chunks)):
@@ -321,11 +335,12 @@ class _DropConnection(Exception):
     pass
 
 
-async def _sse(chunks: AsyncIterator[dict[str, Any] | None]) -> AsyncIterator[bytes]:
+async def _sse(chunks: AsyncIterator[dict[str, Any] | str | None]) -> AsyncIterator[bytes]:
     async for item in chunks:
         if item is None:
             raise _DropConnection
-        yield f"data: {json.dumps(item)}\n\n".encode()
+        data = item if isinstance(item, str) else json.dumps(item)
+        yield f"data: {data}\n\n".encode()
     yield b"data: [DONE]\n\n"
 
 
@@ -376,6 +391,10 @@ class ScriptedLLM:
         if isinstance(step, BreakStream):
             yield TextDelta(step.text)
             raise UpstreamLLMError("stream broke", code="llm_stream_interrupted")
+        if isinstance(step, MalformedStream):
+            if step.text:
+                yield TextDelta(step.text)
+            raise UpstreamLLMError("malformed stream", code="llm_unavailable")
         if isinstance(step, Reply):
             for i, piece in enumerate(_split(step.text, step.chunks)):
                 if i and step.chunk_delay:
