@@ -56,7 +56,7 @@ def _log_retry(details: RetryDetails) -> None:
     cause = details.caused_by
     if isinstance(cause, ModelFailure):
         log.info(
-            "model %s: try %d failed (%s), trying again in %.2f s",
+            "model %s: try %d failed (%s), trying again in %.3f s",
             cause.model,
             details.retry_num,
             cause.code,

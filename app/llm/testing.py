@@ -99,6 +99,7 @@ class RecordedRequest:
     model: str
     body: dict[str, Any]
     at: float
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -202,7 +203,9 @@ class FakeLLMServer:
         body = await request.json()
         model = str(body.get("model", ""))
         with self._lock:
-            self.requests.append(RecordedRequest(model=model, body=body, at=time.time()))
+            self.requests.append(
+                RecordedRequest(model, body, time.time(), dict(request.headers.items()))
+            )
         step = self._next_step(model)
         stream = bool(body.get("stream"))
 
