@@ -17,7 +17,7 @@ from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from app.llm.failures import ModelFailure
 
-log = logging.getLogger("app.llm.chain")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

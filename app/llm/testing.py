@@ -1,8 +1,9 @@
 """Test doubles for the LLM seam, kept in the package so tests, benchmarks and demos share them.
 
-`FakeLLMServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1, so LiteLLM's
-own HTTP and streaming code runs against it. Each model name has its own script of steps;
-when a script is empty the server falls back to its default step (a short text reply).
+`FakeLLMServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1, so the
+direct client's and LiteLLM's own HTTP and streaming code run against it. Each model name has
+its own script of steps; when a script is empty the server falls back to its default step (a
+short text reply).
 """
 
 from __future__ import annotations
@@ -117,8 +118,8 @@ class RecordedRequest:
 class FakeLLMServer:
     """An OpenAI-compatible `/v1/chat/completions` server with per-model scripts.
 
-    Use it as a context manager or call `start()`/`stop()`. `url` is the `api_base`
-    to give LiteLLM (`openai/<model>` models).
+    Use it as a context manager or call `start()`/`stop()`. `url` is the API base to give
+    `openai/<model>` models (`HERMES_MODEL_API_BASE`).
     """
 
     def __init__(self, default: Step | None = None) -> None:
