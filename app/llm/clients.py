@@ -25,10 +25,10 @@ class ModelClients:
         # httpx logs every request at INFO with its URL: the model server's address would reach
         # the log on every call (importing LiteLLM used to quiet it; it is no longer imported).
         logging.getLogger("httpx").setLevel(logging.WARNING)
+        # Idle connections expire after httpx's 5 s, before common servers' own keep-alive
+        # timeouts close them under a request.
         self._limits = httpx.Limits(
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=30.0,
+            max_connections=max_connections, max_keepalive_connections=max_connections
         )
         self._timeout = httpx.Timeout(timeout_s)
         self._leases: dict[str, _Lease] = {}

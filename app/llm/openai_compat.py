@@ -14,8 +14,9 @@ streams become the same `ModelFailure` codes the LiteLLM path gives.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -70,8 +71,9 @@ class OpenAICompatModel:
                 answered = True
                 if response.status_code >= 400:
                     raise await self._refused(response)
-                async for item in self._items(response):
-                    yield item
+                async with contextlib.aclosing(self._items(response)) as items:
+                    async for item in items:
+                        yield item
         except httpx.TimeoutException:
             raise ModelFailure("llm_timeout", self.name) from None
         except httpx.TransportError as exc:
@@ -118,29 +120,30 @@ class OpenAICompatModel:
             retry_after=parse_retry_after(response.headers),
         )
 
-    async def _items(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
+    async def _items(self, response: httpx.Response) -> AsyncGenerator[StreamItem, None]:
         finish: str | None = None
         reported: str | None = None
         usage: tuple[int, int] = (0, 0)
         done = False
-        async for event in EventSource(response).aiter_sse():
-            if event.data == "[DONE]":
-                done = True
-                break
-            if not event.data:
-                continue
-            chunk = _decode(event.data)
-            if "error" in chunk:
-                raise _stream_error(chunk["error"], self.name)
-            try:
-                items, chunk_finish, chunk_usage = _read(chunk)
-            except (AttributeError, TypeError, ValueError):
-                raise _Malformed("an event of an unexpected shape") from None
-            reported = chunk.get("model") or reported
-            finish = chunk_finish or finish
-            usage = chunk_usage or usage
-            for item in items:
-                yield item
+        async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+            async for event in events:
+                if event.data == "[DONE]":
+                    done = True
+                    break
+                if not event.data:
+                    continue
+                chunk = _decode(event.data)
+                if "error" in chunk:
+                    raise _stream_error(chunk["error"], self.name)
+                try:
+                    items, chunk_finish, chunk_usage = _read(chunk)
+                except (AttributeError, TypeError, ValueError):
+                    raise _Malformed("an event of an unexpected shape") from None
+                reported = chunk.get("model") or reported
+                finish = chunk_finish or finish
+                usage = chunk_usage or usage
+                for item in items:
+                    yield item
         if not done and finish is None:
             # A stream that stops without saying it is finished was cut off somewhere.
             raise ModelFailure(
