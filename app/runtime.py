@@ -26,18 +26,16 @@ from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
 from app.demo.services import close_demo, open_demo
-from app.llm.catalog import ModelConfig, check_models, provider_of
-from app.llm.chain import ChainLink, ModelChain
+from app.llm.build import ChainOptions, build_chain
+from app.llm.catalog import ModelConfig, check_models, provider_of, with_local_fallback
 from app.llm.gateway import ChatModel
-from app.llm.litellm_gateway import LiteLLMModel
-from app.llm.local.provider import LocalModelConfig, with_local_fallback
-from app.llm.local.provider import register as register_local_model
-from app.llm.local.provider import unregister as unregister_local_model
+from app.llm.local.model import LocalModelConfig
 from app.llm.masking import Redact
 from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
+from app.nlu.types import Parser
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
@@ -99,19 +97,17 @@ def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
     return primary, fallbacks
 
 
-def build_model(settings: Settings, redact: Redact | None = None) -> ChatModel:
-    """The models in the order they are tried, `hermes/local` last when `local_fallback`;
-    `redact` runs on every failure message the chain gives out or logs."""
+def build_model(settings: Settings, parser: Parser, redact: Redact | None = None) -> ChatModel:
+    """The models in the order they are tried, `hermes/local` (answering with `parser`) last
+    when `local_fallback`; `redact` runs on every failure message the chain gives out or logs.
+    Each model takes the path `HERMES_MODEL_API` gives it (app.llm.catalog)."""
     primary, fallbacks = model_configs(settings)
-    check_models(primary.model, [f.model for f in fallbacks])
     if settings.local_fallback:
         fallbacks = with_local_fallback(primary, fallbacks)
-    links = [
-        ChainLink(cfg.model, LiteLLMModel(cfg, timeout_s=settings.llm_timeout_s))
-        for cfg in [primary, *fallbacks]
-    ]
-    return ModelChain(
-        links,
+    options = ChainOptions(
+        api=settings.model_api,
+        timeout_s=settings.llm_timeout_s,
+        max_connections=settings.model_max_connections,
         retry=RetryPolicy(
             retries=settings.llm_retries,
             backoff_s=settings.llm_retry_backoff_s,
@@ -122,7 +118,12 @@ def build_model(settings: Settings, redact: Redact | None = None) -> ChatModel:
             max_timeouts=settings.model_breaker_timeouts,
             open_seconds=settings.model_breaker_open_s,
         ),
-        timeout_s=settings.llm_timeout_s,
+        local=LocalModelConfig(settings.nlu_min_confidence),
+    )
+    return build_chain(
+        [primary, *fallbacks],
+        options,
+        parser=parser,
         redact=redact or Redactor.with_patterns(settings.redact_patterns).text,
     )
 
@@ -193,7 +194,8 @@ def load_nlu(settings: Settings) -> NLUPipeline:
 
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
-    check_models(settings.model, settings.fallback_models)
+    primary, fallbacks = model_configs(settings)
+    check_models(primary, fallbacks, settings.model_api)
     load_tools(settings.tools_file, resolve=resolve_python)
     load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()
@@ -255,10 +257,8 @@ async def open_runtime(
         nlu = await asyncio.to_thread(load_nlu, settings)
         stack.callback(nlu.close)
         parser = CachingParser(nlu)  # earlier messages are read again each turn
-        local = register_local_model(parser, LocalModelConfig(settings.nlu_min_confidence))
-        stack.callback(unregister_local_model, local)
         if model is None:
-            model = build_model(settings)
+            model = build_model(settings, parser)
         stack.push_async_callback(model.aclose)
 
         approvals = ApprovalBroker(ApprovalStore(db, bus.publish), settings.approval_timeout_s)

@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     model: str = "hermes/local"
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None
+    # Which path remote models take: `auto` sends OpenAI-compatible providers to the direct
+    # client and the rest to LiteLLM; `openai` direct only; `litellm` all through LiteLLM.
+    model_api: Literal["auto", "openai", "litellm"] = "auto"
+    # Connections open (and kept alive) to one model server, for the direct client.
+    model_max_connections: int = Field(100, ge=1, le=10000)
     fallback_models: CommaList = Field(default_factory=list)
     # hermes/local answers last when every other model failed (a degraded answer, not a failure).
     local_fallback: bool = True
@@ -157,7 +162,7 @@ class Settings(BaseSettings):
     def _model_named(cls, value: str) -> str:
         if not value.strip():
             raise ValueError(
-                "set HERMES_MODEL to a LiteLLM model string, e.g. hermes/local or openai/gpt-4o"
+                "set HERMES_MODEL to provider/model, e.g. hermes/local or openai/gpt-4o-mini"
             )
         return value.strip()
 

@@ -63,6 +63,23 @@ def test_an_unknown_model_stops_start_up_in_one_line(
     assert not (tmp_path / "x.db").exists()
 
 
+def test_a_model_the_direct_path_cannot_serve_stops_start_up_when_only_it_is_allowed(
+    tmp_path: Path,
+) -> None:
+    result = run_hermes(
+        "serve",
+        "--db",
+        str(tmp_path / "x.db"),
+        HERMES_MODEL="anthropic/claude-3-5-haiku",
+        HERMES_MODEL_API="openai",
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("hermes: cannot start: HERMES_MODEL: ")
+    assert "OpenAI-compatible" in lines[0]
+
+
 def test_help() -> None:
     result = run_hermes("--help")
     assert result.returncode == 0 and "serve" in result.stdout

@@ -20,6 +20,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (s.llm_retries, s.llm_retry_backoff_s, s.llm_retry_backoff_max_s) == (2, 0.5, 8.0)
     assert (s.model_breaker_failures, s.model_breaker_timeouts) == (3, 2)
     assert s.model_breaker_open_s == 30
+    assert (s.model_api, s.model_max_connections) == ("auto", 100)
 
 
 def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,6 +49,8 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
         ("HERMES_MODEL_BREAKER_FAILURES", "0"),
         ("HERMES_MODEL_BREAKER_OPEN_S", "0"),
         ("HERMES_LLM_RETRY_BACKOFF_S", "-1"),
+        ("HERMES_MODEL_API", "router"),
+        ("HERMES_MODEL_MAX_CONNECTIONS", "0"),
     ],
 )
 def test_bad_values_name_the_variable(

@@ -49,6 +49,10 @@ class _Started:
     tries: int
 
 
+class _Skipped(Exception):
+    """The model's breaker is open: no try was made."""
+
+
 @dataclass(frozen=True)
 class _Failed:
     failure: ModelFailure | None  # None: skipped, its breaker is open
@@ -67,13 +71,14 @@ class ModelChain:
         retry: RetryPolicy | None = None,
         breaker: BreakerPolicy | None = None,
         timeout_s: float = 60.0,
-        redact: Redact = _unchanged,
+        redact: Redact | None = None,
     ) -> None:
         if not links:
             raise ValueError("a model chain needs at least one model")
         self._retry = retry or RetryPolicy()
+        self._tries = self._retry.caller()
         self._timeout_s = timeout_s
-        self._redact = redact
+        self._redact = redact or _unchanged
         policy = breaker or BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
         self._links = [
             _Link(
@@ -150,13 +155,13 @@ class ModelChain:
     async def _start(self, link: _Link, request: ModelRequest) -> _Started | _Failed:
         """Try `link` until something of an answer arrives, its tries run out, a failure no
         retry can fix, or its breaker opens."""
-        failure: ModelFailure | None = None
         tries = 0
-        while tries < self._retry.tries:
+        last: ModelFailure | None = None
+
+        async def once() -> _Started:
+            nonlocal tries, last
             if link.breaker is not None and not link.breaker.allow():
-                break
-            if failure is not None:
-                await asyncio.sleep(self._retry.delay(tries, failure.retry_after))
+                raise _Skipped
             tries += 1
             source = link.model.stream(request)
             try:
@@ -168,15 +173,22 @@ class ModelChain:
                 raise
             except Exception as exc:
                 await _close(source)
-                failure = as_failure(exc, link.name)
-                self._judge(link, failure)
-                if not failure.retryable:
-                    break
-                continue
+                last = as_failure(exc, link.name)
+                self._judge(link, last)
+                raise last from None
             if link.breaker is not None:
                 link.breaker.record_success()
             return _Started(source, first, tries)
-        return _Failed(failure, tries)
+
+        def again(exc: BaseException) -> bool | float:
+            if link.breaker is not None and link.breaker.state is BreakerState.OPEN:
+                return False  # it just opened: the next try would be skipped anyway
+            return self._retry.backoff(exc)
+
+        try:
+            return await self._tries(again, once)
+        except (_Skipped, ModelFailure):
+            return _Failed(last, tries)
 
     async def _rest(
         self, link: _Link, started: _Started, route: ModelRoute

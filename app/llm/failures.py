@@ -1,6 +1,6 @@
 """What a failed model call means, said the same way whichever transport made it.
 
-A transport (LiteLLM today, a direct OpenAI-compatible client next) turns its own exceptions
+A transport (the direct OpenAI-compatible client, LiteLLM) turns its own exceptions
 into a `ModelFailure`: a code, the provider's HTTP status when there was one, and a masked
 detail. From the code follow everything else: the fixed message a client sees, whether another
 try can help, and whether the failure counts against the model's breaker.
@@ -8,6 +8,10 @@ try can help, and whether the failure counts against the model's breaker.
 
 from __future__ import annotations
 
+import email.utils
+import re
+import time
+from collections.abc import Mapping
 from typing import Literal
 
 from app.errors import UpstreamLLMError
@@ -73,6 +77,39 @@ def code_for_status(status: int) -> str:
     if 400 <= status < 500 and status != 409:
         return "llm_bad_request"
     return "llm_unavailable"
+
+
+# How servers say a request is longer than the model's context (OpenAI's `code`, vLLM's and
+# DeepSeek's "maximum context length", llama.cpp's "exceeds the available context size").
+_CONTEXT = re.compile(
+    r"(?i)context[_ ]length|maximum context|context (?:window|size)|too many tokens|"
+    r"prompt is too long"
+)
+
+
+def says_context_too_long(text: str) -> bool:
+    return bool(_CONTEXT.search(text))
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the provider asked to wait: `retry-after-ms`, or `retry-after` in seconds or as
+    an HTTP date; None when it said nothing usable."""
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 class ModelFailure(UpstreamLLMError):

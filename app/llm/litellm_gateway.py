@@ -1,4 +1,6 @@
-"""`ChatModel` for one model through `litellm.acompletion`: every provider LiteLLM knows.
+"""`ChatModel` for one model through `litellm.acompletion`: the providers the direct
+OpenAI-compatible client (`app.llm.openai_compat`) doesn't serve, or all with
+`HERMES_MODEL_API=litellm`.
 
 One call, one try: retries, fallbacks, timeouts and breakers are the chain's job
 (`app.llm.chain`), the same for every transport, so LiteLLM's own retries are off and its
@@ -16,13 +18,13 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.llm.catalog import LOCAL_PROVIDER, ModelConfig, provider_of
+from app.llm.catalog import ModelConfig
 from app.llm.chain import ChainLink, ModelChain
-from app.llm.failures import ModelFailure, code_for_status
+from app.llm.failures import ModelFailure, code_for_status, parse_retry_after
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
 from app.llm.retry import RetryPolicy
 
-__all__ = ["LiteLLMGateway", "LiteLLMModel", "ModelConfig", "import_litellm", "provider_of"]
+__all__ = ["LiteLLMGateway", "LiteLLMModel", "ModelConfig", "import_litellm"]
 
 
 def import_litellm() -> Any:
@@ -103,18 +105,11 @@ class LiteLLMModel:
                     )
         except Exception as exc:
             raise self._failure(exc, default="llm_stream_interrupted") from None
-        yield StreamEnd(finish, self._model_name(reported), prompt_tokens, completion_tokens)
+        yield StreamEnd(finish, reported, prompt_tokens, completion_tokens)
 
     async def aclose(self) -> None:
         # LiteLLM keeps its HTTP clients in a module-level cache; nothing to close here.
         return None
-
-    def _model_name(self, reported: str | None) -> str | None:
-        """Custom providers' chunks carry the model without its provider (`local` for
-        `hermes/local`): Hermes' own models are named as configured."""
-        if provider_of(self.config.model) == LOCAL_PROVIDER:
-            return self.config.model
-        return reported
 
     def _failure(self, exc: BaseException, default: str = "llm_unavailable") -> ModelFailure:
         code, status = _classify(exc, self._litellm, default)
@@ -171,11 +166,7 @@ def _retry_after(exc: BaseException) -> float | None:
     if headers is None:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
+    return parse_retry_after(headers)
 
 
 class LiteLLMGateway(ModelChain):

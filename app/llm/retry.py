@@ -1,13 +1,23 @@
 """How often and how soon one model is tried again after a failure that another try can fix.
 
-Exponential backoff with a little jitter (so instances that failed together don't retry
-together), capped, and never shorter than the provider's `Retry-After` when it sent one.
+The tries are stamina's: exponential backoff from `backoff_s`, doubling, capped at
+`backoff_max_s`, plus up to `jitter` of `backoff_s` at random (so instances that failed
+together don't retry together). A provider's `Retry-After` replaces the backoff, capped the same
+way. Whether another try can help at all is the failure's own judgement
+(`ModelFailure.retryable`: never auth or the request's own faults).
 """
 
 from __future__ import annotations
 
-import random
+import logging
 from dataclasses import dataclass
+
+import stamina
+from stamina.instrumentation import RetryDetails, set_on_retry_hooks
+
+from app.llm.failures import ModelFailure
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -15,16 +25,47 @@ class RetryPolicy:
     retries: int = 2  # tries after the first one (HERMES_LLM_RETRIES)
     backoff_s: float = 0.5  # before the first retry, doubling after (HERMES_LLM_RETRY_BACKOFF_S)
     backoff_max_s: float = 8.0  # (HERMES_LLM_RETRY_BACKOFF_MAX_S)
-    jitter: float = 0.1  # +- this share of the delay
+    jitter: float = 0.1  # up to this share of backoff_s is added at random
 
     @property
     def tries(self) -> int:
         return self.retries + 1
 
-    def delay(self, retry: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number `retry` (1 for the first)."""
-        base = min(self.backoff_max_s, self.backoff_s * 2 ** (retry - 1))
-        base *= 1 + random.uniform(-self.jitter, self.jitter)
-        if retry_after is not None:
-            base = max(base, min(retry_after, self.backoff_max_s))
-        return max(0.0, base)
+    def caller(self) -> stamina.AsyncRetryingCaller:
+        """Runs a try until it succeeds, `tries` run out, or `backoff` says stop."""
+        _own_stamina_hooks()
+        return stamina.AsyncRetryingCaller(
+            attempts=self.tries,
+            timeout=None,  # every wait has its own timeout (the chain's); tries are counted
+            wait_initial=self.backoff_s,
+            wait_max=self.backoff_max_s,
+            wait_jitter=self.backoff_s * self.jitter,
+        )
+
+    def backoff(self, exc: BaseException) -> bool | float:
+        """stamina's backoff hook: False when another try can't help, the provider's
+        `Retry-After` (capped) when it sent one, True for the exponential backoff."""
+        if not isinstance(exc, ModelFailure) or not exc.retryable:
+            return False
+        if exc.retry_after is not None:
+            return min(exc.retry_after, self.backoff_max_s)
+        return True
+
+
+def _log_retry(details: RetryDetails) -> None:
+    cause = details.caused_by
+    if isinstance(cause, ModelFailure):
+        log.info(
+            "model %s: try %d failed (%s), trying again in %.3f s",
+            cause.model,
+            details.retry_num,
+            cause.code,
+            details.wait_for,
+        )
+
+
+def _own_stamina_hooks() -> None:
+    """stamina's default hooks log every retry at WARNING with the exception's repr and count
+    it in prometheus' default registry; Hermes logs model retries itself, by code only (the
+    chain logs the masked failure once a model is given up)."""
+    set_on_retry_hooks([_log_retry])

@@ -1,8 +1,9 @@
 """Test doubles for the LLM seam, kept in the package so tests, benchmarks and demos share them.
 
-`FakeLLMServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1, so LiteLLM's
-own HTTP and streaming code runs against it. Each model name has its own script of steps;
-when a script is empty the server falls back to its default step (a short text reply).
+`FakeLLMServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1, so the
+direct client's and LiteLLM's own HTTP and streaming code run against it. Each model name has
+its own script of steps; when a script is empty the server falls back to its default step (a
+short text reply).
 """
 
 from __future__ import annotations
@@ -83,7 +84,15 @@ class BreakStream:
     text: str = "partial "
 
 
-Step = Reply | ToolCalls | Fail | Hang | BreakStream
+@dataclass(frozen=True)
+class MalformedStream:
+    """Stream `text` (if any), then an event whose data is not valid JSON, then end as usual."""
+
+    text: str = ""
+    data: str = '{"choices": [{"index": 0, "delta": {"content": "cut'
+
+
+Step = Reply | ToolCalls | Fail | Hang | BreakStream | MalformedStream
 
 
 @dataclass
@@ -91,6 +100,7 @@ class RecordedRequest:
     model: str
     body: dict[str, Any]
     at: float
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -108,8 +118,8 @@ class RecordedRequest:
 class FakeLLMServer:
     """An OpenAI-compatible `/v1/chat/completions` server with per-model scripts.
 
-    Use it as a context manager or call `start()`/`stop()`. `url` is the `api_base`
-    to give LiteLLM (`openai/<model>` models).
+    Use it as a context manager or call `start()`/`stop()`. `url` is the API base to give
+    `openai/<model>` models (`HERMES_MODEL_API_BASE`).
     """
 
     def __init__(self, default: Step | None = None) -> None:
@@ -194,7 +204,9 @@ class FakeLLMServer:
         body = await request.json()
         model = str(body.get("model", ""))
         with self._lock:
-            self.requests.append(RecordedRequest(model=model, body=body, at=time.time()))
+            self.requests.append(
+                RecordedRequest(model, body, time.time(), dict(request.headers.items()))
+            )
         step = self._next_step(model)
         stream = bool(body.get("stream"))
 
@@ -211,7 +223,7 @@ class FakeLLMServer:
             return StreamingResponse(
                 _sse(_stream_chunks(model, step)), media_type="text/event-stream"
             )
-        if isinstance(step, BreakStream):
+        if isinstance(step, BreakStream | MalformedStream):
             return Response(b'{"choices": [', media_type="application/json")
         return JSONResponse(_full_response(model, step))
 
@@ -273,7 +285,7 @@ def _full_response(model: str, step: Reply | ToolCalls | BreakStream) -> dict[st
     }
 
 
-async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any] | None]:
+async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any] | str | None]:
     cid, created = _completion_id(), int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -289,6 +301,12 @@ async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any]
     if isinstance(step, BreakStream):
         yield chunk({"content": step.text})
         yield None  # tells _sse to drop the connection
+        return
+    if isinstance(step, MalformedStream):
+        if step.text:
+            yield chunk({"content": step.text})
+        yield step.data  # sent as the event's data verbatim
+        yield chunk({}, "stop")
         return
     if isinstance(step, Reply):
         for i, piece in enumerate(_split(step.text, step.chunks)):
@@ -321,11 +339,12 @@ class _DropConnection(Exception):
     pass
 
 
-async def _sse(chunks: AsyncIterator[dict[str, Any] | None]) -> AsyncIterator[bytes]:
+async def _sse(chunks: AsyncIterator[dict[str, Any] | str | None]) -> AsyncIterator[bytes]:
     async for item in chunks:
         if item is None:
             raise _DropConnection
-        yield f"data: {json.dumps(item)}\n\n".encode()
+        data = item if isinstance(item, str) else json.dumps(item)
+        yield f"data: {data}\n\n".encode()
     yield b"data: [DONE]\n\n"
 
 
@@ -376,6 +395,10 @@ class ScriptedLLM:
         if isinstance(step, BreakStream):
             yield TextDelta(step.text)
             raise UpstreamLLMError("stream broke", code="llm_stream_interrupted")
+        if isinstance(step, MalformedStream):
+            if step.text:
+                yield TextDelta(step.text)
+            raise UpstreamLLMError("malformed stream", code="llm_unavailable")
         if isinstance(step, Reply):
             for i, piece in enumerate(_split(step.text, step.chunks)):
                 if i and step.chunk_delay:

@@ -9,6 +9,7 @@ A failing embedding call never fails a write or a recall; it only drops the sema
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Protocol
 
 import numpy as np
@@ -72,11 +73,22 @@ class LiteLLMEmbedder:
         self._api_base = api_base
         self._api_key = api_key
         self._timeout_s = timeout_s
+        # Imported here, when an embedding model is configured (at start-up), not at module
+        # import: it takes seconds, and a first use mid-turn would stall the event loop. Set up
+        # as app.llm.litellm_gateway does: no price-map download, provider errors not logged
+        # verbatim (they can name hosts and keys).
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_LOG", "ERROR")
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        self._litellm = litellm
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
-        import litellm  # imported on first use: it takes seconds to import
-
-        response = await litellm.aembedding(
+        response = await self._litellm.aembedding(
             model=self.model,
             input=texts,
             api_base=self._api_base,

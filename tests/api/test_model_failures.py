@@ -11,9 +11,17 @@ from typing import Any
 import pytest
 
 from app.api.testing import LiveService, serve, stream_turn
-from app.llm.testing import BreakStream, Fail, FakeLLMServer, Reply
+from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, MalformedStream, Reply
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
+from tests.llm import paths
+from tests.llm.paths import BOTH_PATHS
+
+# Settings on the path a test is parametrized with (the default path otherwise).
+model_api = paths.model_api
+make_settings = paths.settings_on_path
+
+pytestmark = BOTH_PATHS  # every test here holds on the direct path and on LiteLLM's
 
 KEY = "sk-live-abcdef1234567890"
 GATEWAY = "llm-gw-07.corp.internal:8443"
@@ -246,3 +254,79 @@ async def test_a_break_after_text_does_not_fall_over(
     assert steps[0]["error"]["models"] == [
         {"model": "openai/test-model", "outcome": "llm_stream_interrupted", "tries": 1}
     ]
+
+
+async def test_fallbacks_are_tried_in_order_and_hermes_local_last(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Fail(500), Fail(500), model="test-model")
+    fake_llm.enqueue(Fail(401), model="backup-model")
+    settings = make_settings(
+        fallback_models=["openai/backup-model"], local_fallback=True, llm_retry_backoff_s=0.01
+    )
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        body = (await post(svc, session_id, "hello")).json()
+        steps = await model_steps(svc, session_id)
+    assert body["status"] == "completed" and body["model"] == "hermes/local"
+    assert steps[0]["result"]["models"] == [
+        {"model": "openai/test-model", "outcome": "llm_unavailable", "tries": 2},
+        {"model": "openai/backup-model", "outcome": "llm_auth_failed", "tries": 1},
+        {"model": "hermes/local", "outcome": "answered", "tries": 1},
+    ]
+    first, backup = fake_llm.requests_for("test-model"), fake_llm.requests_for("backup-model")
+    assert len(first) == 2 and len(backup) == 1 and first[-1].at <= backup[0].at
+
+
+async def test_a_rate_limit_is_retried_after_the_time_the_provider_asks_for(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        Fail(429, "slow down", headers={"retry-after": "0.4"}),
+        Reply("patience pays"),
+        model="test-model",
+    )
+    async with serve(make_settings(llm_retry_backoff_s=0.001)) as svc:
+        session_id = await new_session(svc)
+        body = (await post(svc, session_id, "hi")).json()
+    assert body["message"]["content"] == "patience pays"
+    first, second = fake_llm.requests_for("test-model")
+    assert second.at - first.at >= 0.35  # not the 1 ms backoff: the provider's Retry-After
+
+
+async def test_a_hung_primary_times_out_and_the_fallback_answers(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Hang(30), model="test-model")
+    fake_llm.enqueue(Reply("the backup is awake"), model="backup-model")
+    settings = make_settings(
+        fallback_models=["openai/backup-model"], llm_timeout_s=0.4, llm_retries=0
+    )
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        body = (await post(svc, session_id, "anyone?")).json()
+        steps = await model_steps(svc, session_id)
+    assert body["message"]["content"] == "the backup is awake"
+    assert [m["outcome"] for m in steps[0]["result"]["models"]] == ["llm_timeout", "answered"]
+
+
+async def test_a_malformed_stream_falls_over_before_any_text_and_fails_after(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(MalformedStream(), model="test-model")
+    fake_llm.enqueue(Reply("clean answer"), model="backup-model")
+    settings = make_settings(fallback_models=["openai/backup-model"], llm_retries=0)
+    async with serve(settings) as svc:
+        session_id = await new_session(svc)
+        body = (await post(svc, session_id, "first")).json()
+        assert body["message"]["content"] == "clean answer"
+
+        fake_llm.enqueue(MalformedStream("half a sen"), model="test-model")
+        events = await stream_turn(svc.client, session_id, "second")
+        steps = await model_steps(svc, session_id)
+    assert [m["outcome"] for m in steps[0]["result"]["models"]] == ["llm_unavailable", "answered"]
+    deltas = "".join(e.data["text"] for e in events if e.event == "message.delta")
+    assert deltas == "half a sen"
+    assert events[-1].event == "turn.failed"
+    assert events[-1].data["code"] == "llm_stream_interrupted"
+    assert len(fake_llm.requests_for("backup-model")) == 1  # the break after text stayed final

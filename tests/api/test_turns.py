@@ -12,6 +12,12 @@ from app.conversation.loop import MAX_ROUNDS_REPLY
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply, ToolCall, ToolCalls
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
+from tests.llm import paths
+from tests.llm.paths import BOTH_PATHS
+
+# Settings on the path a test is parametrized with (the default path otherwise).
+model_api = paths.model_api
+make_settings = paths.settings_on_path
 
 
 async def post(svc: LiveService, session_id: str, content: str, **extra: Any) -> Any:
@@ -86,6 +92,7 @@ async def test_sse_turn_streams_typed_events(service: LiveService, fake_llm: Fak
     assert json.loads(second[-1]["content"])["status"] == "success"
 
 
+@BOTH_PATHS
 async def test_malformed_tool_arguments_go_back_to_the_model(
     service: LiveService, fake_llm: FakeLLMServer
 ) -> None:
@@ -193,6 +200,7 @@ async def test_enqueue_policy_runs_turns_in_order(
     assert second_context[-3:] == ["q1", "a1", "q2"]
 
 
+@BOTH_PATHS
 async def test_llm_failure_fails_the_turn_and_the_session_survives(
     service: LiveService, fake_llm: FakeLLMServer
 ) -> None:
@@ -208,6 +216,7 @@ async def test_llm_failure_fails_the_turn_and_the_session_survives(
     assert (await post(service, session_id, "now?")).json()["message"]["content"] == "back online"
 
 
+@BOTH_PATHS
 async def test_retries_then_fallback_model(make_settings: Any, fake_llm: FakeLLMServer) -> None:
     fake_llm.enqueue(
         Fail(429, headers={"retry-after": "0"}), Reply("after a retry"), model="test-model"
@@ -223,6 +232,7 @@ async def test_retries_then_fallback_model(make_settings: Any, fake_llm: FakeLLM
     assert body["model"] == "backup-model"
 
 
+@BOTH_PATHS
 async def test_hung_model_times_out(make_settings: Any, fake_llm: FakeLLMServer) -> None:
     fake_llm.enqueue(Hang(30), Hang(30))
     async with serve(make_settings(llm_timeout_s=0.5, llm_retries=0)) as svc:
@@ -232,6 +242,7 @@ async def test_hung_model_times_out(make_settings: Any, fake_llm: FakeLLMServer)
     assert events[-1].data["code"] == "llm_timeout"
 
 
+@BOTH_PATHS
 async def test_broken_stream_fails_cleanly(service: LiveService, fake_llm: FakeLLMServer) -> None:
     fake_llm.enqueue(BreakStream("half an ans"))
     session_id = await new_session(service)

@@ -1,33 +1,47 @@
-"""The model chain over LiteLLM against the real fake-LLM server: which failures are tried
-again, when a call falls over to the next model, timeouts, and the route it reports."""
+"""The model chain against the real fake-LLM server, on the direct path and through LiteLLM:
+which failures are tried again, when a call falls over to the next model, timeouts, and the
+route it reports."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
+from app.llm.build import ChainOptions, build_chain
 from app.llm.catalog import ModelConfig
-from app.llm.chain import ChainLink, ModelChain
+from app.llm.chain import ModelChain
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import ModelRequest, ModelRoute, StreamEnd, collect, tap_route
-from app.llm.litellm_gateway import LiteLLMGateway, LiteLLMModel
 from app.llm.retry import RetryPolicy
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply
 from app.resilience.breaker import BreakerPolicy
+from tests.llm.paths import MODEL_APIS
 
 REQUEST = ModelRequest(messages=[{"role": "user", "content": "hi"}])
 FAST = RetryPolicy(retries=1, backoff_s=0.001)
 
 
-def chain(server: FakeLLMServer, *names: str, **options: Any) -> ModelChain:
-    links = [
-        ChainLink(f"openai/{n}", LiteLLMModel(ModelConfig(f"openai/{n}", server.url, "sk-test")))
-        for n in names
-    ]
-    options.setdefault("retry", FAST)
-    return ModelChain(links, **options)
+Chain = Callable[..., ModelChain]
+
+
+@pytest.fixture(params=MODEL_APIS)
+async def chain(fake_llm: FakeLLMServer, request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
+    """`chain("a", "b", **options)`: openai/a then openai/b on the fake server, on the path
+    the test is parametrized with; closed after the test."""
+    built: list[ModelChain] = []
+
+    def make(*names: str, **options: Any) -> ModelChain:
+        configs = [ModelConfig(f"openai/{n}", fake_llm.url, "sk-test") for n in names]
+        options.setdefault("retry", FAST)
+        built.append(build_chain(configs, ChainOptions(api=request.param, **options)))
+        return built[-1]
+
+    yield make
+    for model in built:
+        await model.aclose()
 
 
 async def answer(model: ModelChain) -> tuple[str, ModelRoute]:
@@ -41,30 +55,30 @@ async def answer(model: ModelChain) -> tuple[str, ModelRoute]:
     [(400, 1), (401, 1), (403, 1), (404, 1), (408, 2), (409, 2), (429, 2), (500, 2), (503, 2)],
 )
 async def test_only_failures_a_retry_can_fix_are_retried(
-    fake_llm: FakeLLMServer, status: int, tries: int
+    fake_llm: FakeLLMServer, chain: Chain, status: int, tries: int
 ) -> None:
     fake_llm.enqueue(Fail(status), Fail(status), model="m")
     with pytest.raises(ModelsFailed) as info:
-        await answer(chain(fake_llm, "m"))
+        await answer(chain("m"))
     assert len(fake_llm.requests_for("m")) == tries
     assert info.value.route.attempts[0].tries == tries
 
 
-async def test_a_retry_that_succeeds_answers(fake_llm: FakeLLMServer) -> None:
+async def test_a_retry_that_succeeds_answers(fake_llm: FakeLLMServer, chain: Chain) -> None:
     fake_llm.enqueue(Fail(429, headers={"retry-after": "0"}), Reply("second time"), model="m")
-    text, route = await answer(chain(fake_llm, "m"))
+    text, route = await answer(chain("m"))
     assert text == "second time"
     assert route.answered_by == "openai/m"
     assert route.trace() == [{"model": "openai/m", "outcome": "answered", "tries": 2}]
 
 
 async def test_falls_over_in_order_before_anything_was_passed_on(
-    fake_llm: FakeLLMServer,
+    fake_llm: FakeLLMServer, chain: Chain
 ) -> None:
     fake_llm.enqueue(Fail(401), model="a")
     fake_llm.enqueue(Fail(500), Fail(500), model="b")
     fake_llm.enqueue(Reply("from c"), model="c")
-    text, route = await answer(chain(fake_llm, "a", "b", "c"))
+    text, route = await answer(chain("a", "b", "c"))
     assert text == "from c"
     assert route.trace() == [
         {"model": "openai/a", "outcome": "llm_auth_failed", "tries": 1},
@@ -73,7 +87,9 @@ async def test_falls_over_in_order_before_anything_was_passed_on(
     ]
 
 
-async def test_once_text_has_been_passed_on_a_break_is_final(fake_llm: FakeLLMServer) -> None:
+async def test_once_text_has_been_passed_on_a_break_is_final(
+    fake_llm: FakeLLMServer, chain: Chain
+) -> None:
     fake_llm.enqueue(BreakStream("half "), model="a")
     seen: list[str] = []
 
@@ -81,20 +97,19 @@ async def test_once_text_has_been_passed_on_a_break_is_final(fake_llm: FakeLLMSe
         seen.append(piece)
 
     with pytest.raises(ModelsFailed) as info:
-        await collect(chain(fake_llm, "a", "b").stream(REQUEST), on_text)
+        await collect(chain("a", "b").stream(REQUEST), on_text)
     assert seen == ["half "]
     assert info.value.code == "llm_stream_interrupted"
     assert fake_llm.requests_for("b") == []
 
 
 async def test_a_model_that_does_not_answer_in_time_times_out_and_trips_its_breaker(
-    fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
+    fake_llm: FakeLLMServer, chain: Chain, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
     fake_llm.enqueue(Hang(30), Hang(30), model="slow")
     fake_llm.enqueue(Reply("quick answer"), Reply("quick answer"), model="quick")
     model = chain(
-        fake_llm,
         "slow",
         "quick",
         timeout_s=0.3,
@@ -111,11 +126,10 @@ async def test_a_model_that_does_not_answer_in_time_times_out_and_trips_its_brea
 
 
 async def test_a_request_the_provider_refuses_does_not_count_against_the_model(
-    fake_llm: FakeLLMServer,
+    fake_llm: FakeLLMServer, chain: Chain
 ) -> None:
     fake_llm.enqueue(Fail(500), Fail(400), Fail(500), model="a")
     model = chain(
-        fake_llm,
         "a",
         "b",
         retry=RetryPolicy(retries=0),
@@ -126,12 +140,11 @@ async def test_a_request_the_provider_refuses_does_not_count_against_the_model(
     assert model.breaker_states() == {"openai/a": "closed"}  # 500, 400 (healthy), 500
 
 
-async def test_the_end_of_the_stream_names_the_configured_model(fake_llm: FakeLLMServer) -> None:
+async def test_the_end_of_the_stream_names_the_configured_model(
+    fake_llm: FakeLLMServer, chain: Chain
+) -> None:
     fake_llm.enqueue(Reply("hi"), model="m")
-    items = [
-        item
-        async for item in LiteLLMGateway(ModelConfig("openai/m", fake_llm.url, "k")).stream(REQUEST)
-    ]
+    items = [item async for item in chain("m").stream(REQUEST)]
     end = items[-1]
     assert isinstance(end, StreamEnd)
     assert end.model == "m"  # what the provider reported

@@ -1,4 +1,5 @@
-"""Assembling a streamed answer: text deltas in order, tool calls from fragments."""
+"""Assembling a streamed answer: text deltas in order, tool calls from fragments, and a real
+stream from the fake server assembled alike on the direct path and through LiteLLM."""
 
 from __future__ import annotations
 
@@ -7,7 +8,18 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.errors import UpstreamLLMError
-from app.llm.gateway import StreamEnd, StreamItem, TextDelta, ToolCallDelta, collect
+from app.llm.build import ChainOptions, build_chain
+from app.llm.catalog import ModelApi, ModelConfig
+from app.llm.gateway import (
+    ModelRequest,
+    StreamEnd,
+    StreamItem,
+    TextDelta,
+    ToolCallDelta,
+    collect,
+)
+from app.llm.testing import FakeLLMServer, ToolCall, ToolCalls
+from tests.llm.paths import MODEL_APIS
 
 
 async def items(*values: StreamItem) -> AsyncIterator[StreamItem]:
@@ -49,3 +61,31 @@ async def test_a_tool_call_without_a_name_is_a_bad_response() -> None:
     with pytest.raises(UpstreamLLMError) as info:
         await collect(items(ToolCallDelta(0, "c1", None, "{}"), StreamEnd()))
     assert info.value.code == "llm_bad_response"
+
+
+@pytest.mark.parametrize("api", MODEL_APIS)
+async def test_a_real_stream_is_assembled_the_same_on_both_paths(
+    fake_llm: FakeLLMServer, api: ModelApi
+) -> None:
+    """The fake server sends each call's name first and its arguments in two fragments."""
+    fake_llm.enqueue(
+        ToolCalls(
+            ToolCall("query_order_status", {"order_id": "202405201234"}, id="c1"),
+            ToolCall("track_shipment", '{"tracking_number": "SF1', id="c2"),  # malformed
+            text="Checking.",
+        ),
+        model="m",
+    )
+    chain = build_chain([ModelConfig("openai/m", fake_llm.url, "sk-test")], ChainOptions(api=api))
+    try:
+        reply = await collect(
+            chain.stream(ModelRequest(messages=[{"role": "user", "content": "?"}]))
+        )
+    finally:
+        await chain.aclose()
+    assert reply.text == "Checking."
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("c1", "query_order_status", '{"order_id": "202405201234"}'),
+        ("c2", "track_shipment", '{"tracking_number": "SF1'),
+    ]
+    assert (reply.finish_reason, reply.model, reply.prompt_tokens) == ("tool_calls", "m", 10)

@@ -1,24 +1,110 @@
-"""Backoff between tries of one model."""
+"""Tries of one model: which failures are tried again, and how long the backoff between tries
+is (read from the retry log lines, which state each wait)."""
 
 from __future__ import annotations
 
+import logging
+import re
+
+import pytest
+
+from app.llm.failures import ModelFailure
 from app.llm.retry import RetryPolicy
 
 
-def test_backoff_doubles_up_to_the_cap() -> None:
-    policy = RetryPolicy(retries=5, backoff_s=0.5, backoff_max_s=3.0, jitter=0.0)
-    assert [policy.delay(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
-    assert policy.tries == 6
+class Flaky:
+    """Fails with the given failures in order, then answers."""
+
+    def __init__(self, *failures: ModelFailure) -> None:
+        self.failures = list(failures)
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return "answer"
 
 
-def test_jitter_stays_within_its_share() -> None:
-    policy = RetryPolicy(backoff_s=1.0, jitter=0.1)
-    delays = {policy.delay(1) for _ in range(50)}
-    assert all(0.9 <= d <= 1.1 for d in delays) and len(delays) > 1
+def unavailable() -> ModelFailure:
+    return ModelFailure("llm_unavailable", "openai/m", status=500)
 
 
-def test_a_retry_after_is_waited_for_but_capped() -> None:
-    policy = RetryPolicy(backoff_s=0.1, backoff_max_s=2.0, jitter=0.0)
-    assert policy.delay(1, retry_after=1.5) == 1.5
-    assert policy.delay(1, retry_after=60) == 2.0
-    assert policy.delay(1, retry_after=0) == 0.1
+async def run(policy: RetryPolicy, flaky: Flaky) -> str:
+    return await policy.caller()(policy.backoff, flaky)
+
+
+def waits(caplog: pytest.LogCaptureFixture) -> list[float]:
+    found = [re.search(r"trying again in ([\d.]+) s", r.getMessage()) for r in caplog.records]
+    return [float(m[1]) for m in found if m]
+
+
+async def test_backoff_doubles_up_to_the_cap(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    policy = RetryPolicy(retries=4, backoff_s=0.01, backoff_max_s=0.03, jitter=0.0)
+    flaky = Flaky(*[unavailable() for _ in range(4)])
+    assert await run(policy, flaky) == "answer"
+    assert flaky.calls == 5 == policy.tries
+    assert waits(caplog) == [0.01, 0.02, 0.03, 0.03]
+
+
+async def test_tries_run_out_and_the_last_failure_is_raised() -> None:
+    policy = RetryPolicy(retries=2, backoff_s=0.001)
+    flaky = Flaky(*[unavailable() for _ in range(5)])
+    with pytest.raises(ModelFailure):
+        await run(policy, flaky)
+    assert flaky.calls == 3
+
+
+async def test_jitter_adds_at_most_its_share(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    policy = RetryPolicy(retries=3, backoff_s=0.02, backoff_max_s=1.0, jitter=0.5)
+    await run(policy, Flaky(*[unavailable() for _ in range(3)]))
+    found = waits(caplog)
+    bases = [0.02, 0.04, 0.08]
+    assert all(base <= wait <= base + 0.0101 for base, wait in zip(bases, found, strict=True))
+    assert found != bases  # some jitter was added
+
+
+async def test_a_retry_after_replaces_the_backoff_but_is_capped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    policy = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=0.05, jitter=0.0)
+    limited = [
+        ModelFailure("llm_rate_limited", "openai/m", status=429, retry_after=seconds)
+        for seconds in (0.03, 60)
+    ]
+    assert await run(policy, Flaky(*limited)) == "answer"
+    assert waits(caplog) == [0.03, 0.05]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ModelFailure("llm_auth_failed", "openai/m", status=401),
+        ModelFailure("llm_no_api_key", "openai/m"),
+        ModelFailure("llm_bad_request", "openai/m", status=400),
+        ModelFailure("llm_model_not_found", "openai/m", status=404),
+        ModelFailure("llm_context_too_long", "openai/m", status=400),
+    ],
+)
+async def test_failures_another_try_cannot_fix_are_not_retried(failure: ModelFailure) -> None:
+    flaky = Flaky(failure)
+    with pytest.raises(ModelFailure):
+        await run(RetryPolicy(retries=3, backoff_s=0.001), flaky)
+    assert flaky.calls == 1
+
+
+async def test_other_exceptions_are_not_retried() -> None:
+    calls = 0
+
+    async def broken() -> None:
+        nonlocal calls
+        calls += 1
+        raise KeyError("a bug, not a model failure")
+
+    policy = RetryPolicy(retries=3, backoff_s=0.001)
+    with pytest.raises(KeyError):
+        await policy.caller()(policy.backoff, broken)
+    assert calls == 1

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from app.llm.gateway import ModelRequest, collect
-from app.llm.litellm_gateway import LiteLLMGateway, ModelConfig
 from app.llm.local import templates as t
+from app.llm.local.model import LocalModel
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
-from app.llm.local.provider import LOCAL_MODEL, register
 from app.nlu.pipeline import NLUPipeline
 from app.settings import PROJECT_ROOT
 from tests.llm.local.chat import (
@@ -169,9 +168,8 @@ def test_replies_without_tools(nlu: NLUPipeline, text: str, expected: Decision) 
     assert chat(nlu).say(text) == expected
 
 
-async def test_the_provider_serves_the_real_pipeline(nlu: NLUPipeline) -> None:
-    register(nlu)
-    gateway = LiteLLMGateway(ModelConfig(LOCAL_MODEL), retries=0)
+async def test_the_model_serves_the_real_pipeline(nlu: NLUPipeline) -> None:
+    gateway = LocalModel(nlu)
     tools = [
         {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
         for name in sorted(ALL_TOOLS)

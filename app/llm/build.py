@@ -1,0 +1,70 @@
+"""The model chain as configured: each model on its path, in order.
+
+`hermes/local` answers in-process; OpenAI-compatible models go through the direct client, one
+HTTP client per server shared by the models behind it; the rest through LiteLLM, which is
+imported here only when such a model is configured (see `app.llm.catalog` for the rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.llm.catalog import Direct, Local, ModelApi, ModelConfig, ViaLiteLLM, routes
+from app.llm.chain import ChainLink, ModelChain
+from app.llm.clients import ModelClients
+from app.llm.gateway import ChatModel
+from app.llm.local.model import LocalModel, LocalModelConfig
+from app.llm.masking import Redact
+from app.llm.openai_compat import OpenAICompatModel
+from app.llm.retry import RetryPolicy
+from app.nlu.types import Parser
+from app.resilience.breaker import BreakerPolicy
+
+
+@dataclass(frozen=True)
+class ChainOptions:
+    api: ModelApi = "auto"
+    timeout_s: float = 60.0
+    max_connections: int = 100  # per model server (HERMES_MODEL_MAX_CONNECTIONS)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    breaker: BreakerPolicy = field(
+        default_factory=lambda: BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
+    )
+    local: LocalModelConfig = field(default_factory=LocalModelConfig)
+
+
+def build_chain(
+    configs: list[ModelConfig],
+    options: ChainOptions | None = None,
+    *,
+    parser: Parser | None = None,
+    redact: Redact | None = None,
+) -> ModelChain:
+    """A chain over `configs` in order; `parser` serves `hermes/local` when it is among them."""
+    options = options or ChainOptions()
+    if not configs:
+        raise ValueError("a model chain needs at least one model")
+    found = routes(configs[0], configs[1:], options.api)
+    clients = ModelClients(max_connections=options.max_connections, timeout_s=options.timeout_s)
+    links = []
+    for config, path in zip(configs, found, strict=True):
+        model: ChatModel
+        match path:
+            case Local():
+                if parser is None:
+                    raise ValueError("hermes/local needs an NLU parser")
+                model = LocalModel(parser, options.local)
+            case Direct():
+                model = OpenAICompatModel(config.model, path, clients, extra=config.extra)
+            case ViaLiteLLM():
+                from app.llm.litellm_gateway import LiteLLMModel
+
+                model = LiteLLMModel(config, timeout_s=options.timeout_s)
+        links.append(ChainLink(config.model, model))
+    return ModelChain(
+        links,
+        retry=options.retry,
+        breaker=options.breaker,
+        timeout_s=options.timeout_s,
+        redact=redact,
+    )
