@@ -28,7 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
     from app.nlu.manifest import NLUModelError
     from app.runtime import preflight
     from app.tools.loader import ToolsFileError
-    from app.tools.mcp import McpConfigError
+    from app.tools.mcp.config import McpConfigError
 
     try:
         preflight(settings)

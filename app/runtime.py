@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -55,11 +55,14 @@ from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
-from app.tools.mcp import McpManager, SqliteDefinitionStore, load_mcp_config
+from app.tools.mcp.config import load_mcp_config
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
 from app.workflow.service import StepService
 from app.workflow.watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from app.tools.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,7 @@ class Runtime:
     watchdog: Watchdog
     nlu: NLUPipeline
     memory: MemoryService
-    mcp: McpManager
+    mcp: McpManager | None  # None when no MCP server is configured
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
@@ -245,14 +248,16 @@ async def open_runtime(
         http = httpx.AsyncClient(timeout=httpx.Timeout(8.0))
         stack.push_async_callback(http.aclose)
         registry = build_registry(settings, http)
-        mcp = McpManager(
-            load_mcp_config(settings.mcp_config),
-            registry,
-            settings,
-            definitions=SqliteDefinitionStore(db),
-        )
-        await mcp.start()  # returns at once: servers connect in the background
-        stack.push_async_callback(mcp.aclose)
+        mcp_config = load_mcp_config(settings.mcp_config)
+        mcp = None
+        if mcp_config.servers:
+            # The MCP SDK costs about 0.5 s and 25 MB to import: only when a server is configured.
+            from app.tools.mcp.manager import McpManager
+            from app.tools.mcp.store import SqliteDefinitionStore
+
+            mcp = McpManager(mcp_config, registry, settings, definitions=SqliteDefinitionStore(db))
+            await mcp.start()  # returns at once: servers connect in the background
+            stack.push_async_callback(mcp.aclose)
 
         nlu = await asyncio.to_thread(load_nlu, settings)
         stack.callback(nlu.close)

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 import uvicorn
-from fastapi import FastAPI
 
-from app.api.auth import Authenticator
-from app.api.errors import install_error_handlers
-from app.api.routes import mcp as mcp_route
 from app.api.testing import LiveService, serve
-from app.tools.mcp import McpManager
+from app.tools.mcp.manager import McpManager
 from app.tools.mcp.testing import SCRIPTED_SERVER, scripted_stdio
 from tests.api.test_sessions import assert_error
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
@@ -220,28 +213,17 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
-async def test_service_without_mcp_answers_503() -> None:
-    """A runtime without an MCP manager (the route on its own app, with the real handlers)."""
-    app = FastAPI()
-    app.state.runtime = SimpleNamespace(mcp=None)
-    app.state.auth = Authenticator("api_key", [f"acme:admin:{ADMIN}"])
-    install_error_handlers(app)
-    app.include_router(mcp_route.router)
-    server = _Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+async def test_a_service_without_mcp_servers_lists_none(make_settings: Any) -> None:
+    """No server configured: the MCP SDK is never loaded, and the routes answer plainly."""
+    settings = make_settings(
+        auth="api_key", api_keys=[f"acme:admin:{ADMIN}", f"acme:operator:{OPERATOR_A}"]
     )
-    task = asyncio.create_task(server.serve())
-    try:
-        ready = asyncio.ensure_future(server.ready.wait())
-        await asyncio.wait({task, ready}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
-        ready.cancel()
-        if task.done():
-            task.result()
-        port = server.servers[0].sockets[0].getsockname()[1]
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            response = await client.get("/v1/mcp/servers", headers=as_(ADMIN))
-        assert_error(response, 503, "unavailable")
-        assert json.loads(response.text)["error"]["message"] == "MCP is not set up in this service"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+    async with serve(settings) as service:
+        assert service.runtime.mcp is None
+        client = service.client
+        listed = await client.get("/v1/mcp/servers", headers=as_(OPERATOR_A))
+        assert listed.status_code == 200 and listed.json() == {"items": []}
+        detail = await client.get("/v1/mcp/servers?detail=true", headers=as_(ADMIN))
+        assert detail.status_code == 200 and detail.json() == {"items": []}
+        approve = await client.post("/v1/mcp/servers/crm/tools/echo/approve", headers=as_(ADMIN))
+        assert_error(approve, 404, "mcp_server_not_found")

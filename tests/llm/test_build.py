@@ -65,7 +65,10 @@ async def main() -> None:
         reply = await svc.client.post(f"/v1/sessions/{session}/messages", json={"content": "hi"})
         assert reply.status_code == 200, reply.text
         print(reply.json()["model"])
-    print(",".join(m for m in ("litellm", "openai", "sklearn") if m in sys.modules) or "none")
+        servers = (await svc.client.get("/v1/mcp/servers")).json()["items"]
+        assert servers == [], servers
+    heavy = ("litellm", "openai", "sklearn", "mcp", "mcp_types")
+    print(",".join(m for m in heavy if m in sys.modules) or "none")
 
 asyncio.run(main())
 """
@@ -86,6 +89,6 @@ def test_serving_without_litellm_never_imports_it(
     assert result.returncode == 0, result.stderr[-3000:]
     answered_by, heavy = result.stdout.split()
     assert answered_by == model.removeprefix("openai/")
-    assert heavy == "none"  # not litellm, not the openai SDK, not scikit-learn
+    assert heavy == "none"  # not litellm, the openai SDK, scikit-learn, nor (no servers) MCP
     if base:
         assert fake_llm.requests_for("test-model"), "the direct path did not call the server"

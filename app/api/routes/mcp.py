@@ -7,7 +7,7 @@ every tenant's sessions again, so it needs the `admin` role, and so does the det
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from pydantic import BaseModel, Field
@@ -16,9 +16,10 @@ from app.api.auth import require_role
 from app.api.deps import PrincipalDep
 from app.api.params import McpServerName, McpToolName
 from app.api.schemas import ErrorResponse, Strict, iso
-from app.errors import Unavailable
-from app.tools.mcp.manager import McpManager
-from app.tools.mcp.store import ApprovedDefinition
+from app.tools.mcp.errors import McpServerNotFound
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
+    from app.tools.mcp.manager import McpManager
 
 router = APIRouter(prefix="/v1/mcp", tags=["mcp"])
 
@@ -28,14 +29,13 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def get_mcp(request: Request) -> McpManager:
+def get_mcp(request: Request) -> McpManager | None:
+    """The MCP manager, or None when no MCP server is configured."""
     manager: McpManager | None = getattr(request.app.state.runtime, "mcp", None)
-    if manager is None:
-        raise Unavailable("MCP is not set up in this service")
     return manager
 
 
-McpDep = Annotated[McpManager, Depends(get_mcp)]
+McpDep = Annotated["McpManager | None", Depends(get_mcp)]
 
 
 class McpToolStatus(BaseModel):
@@ -131,9 +131,11 @@ async def list_servers(
 ) -> McpServerList | McpServerDetailList:
     if detail:
         require_role(principal, "admin")
-        return McpServerDetailList(items=[McpServerOut.of(s) for s in mcp.status()])
+        details = mcp.status() if mcp is not None else []
+        return McpServerDetailList(items=[McpServerOut.of(s) for s in details])
     require_role(principal, "operator")
-    return McpServerList(items=[McpServerStatus.model_validate(s) for s in mcp.summary()])
+    summary = mcp.summary() if mcp is not None else []
+    return McpServerList(items=[McpServerStatus.model_validate(s) for s in summary])
 
 
 @router.post(
@@ -147,6 +149,8 @@ async def approve_tool(
     body: Annotated[ApproveIn | None, Body()] = None,
 ) -> ApprovalOut:
     require_role(principal, "admin")
+    if mcp is None:
+        raise McpServerNotFound("no such MCP server", server=name)
     outcome = await mcp.approve(
         name,
         tool,
@@ -154,7 +158,7 @@ async def approve_tool(
         tenant_id=principal.tenant_id,
         fingerprint=body.fingerprint if body is not None else None,
     )
-    pinned: ApprovedDefinition | None = outcome.approved
+    pinned = outcome.approved
     return ApprovalOut(
         server=outcome.server,
         tool=outcome.tool,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.tools.mcp import McpManager
 from app.tools.mcp.config import parse_mcp_config
+from app.tools.mcp.manager import McpManager
 from app.tools.mcp.store import DefinitionStore
 from app.tools.registry import ToolRegistry
 from tests.tools.mcp.helpers import FAST, settings

@@ -6,7 +6,8 @@ from typing import Any
 
 from app.settings import Settings
 from app.tools.context import ToolContext, TurnScope
-from app.tools.mcp import Backoff, McpManager
+from app.tools.mcp.health import Backoff
+from app.tools.mcp.manager import McpManager
 
 # Fast reconnects: the tests wait for reconnection, they do not time it.
 FAST = Backoff(initial_s=0.02, max_s=0.2)
