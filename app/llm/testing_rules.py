@@ -18,7 +18,8 @@ from typing import Any
 
 from app.llm.testing import RecordedRequest, Reply, Step, ToolCall, ToolCalls
 
-ORDER_ID = re.compile(r"(?<!\d)\d{12}(?!\d)")
+# Not the 12 digits inside a tracking number such as JD001234567890.
+ORDER_ID = re.compile(r"(?<![A-Za-z0-9])\d{12}(?![A-Za-z0-9])")
 TRACKING_NUMBER = re.compile(r"(?<![A-Z0-9])[A-Z]{2}\d{9,12}[A-Z]{0,2}(?![A-Z0-9])")
 PHONE = re.compile(r"(?<![\d+])(?:1\d{10}|\+\d{8,15})(?!\d)")
 COMPLAINT = re.compile(r"complain|投诉", re.IGNORECASE)

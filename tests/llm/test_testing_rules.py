@@ -55,6 +55,8 @@ async def test_each_task_of_the_load_profile_takes_its_path(
     fake_llm.responder = RuleModel()
     async with serve(make_settings()) as svc:
         parcel = await turn(svc, "cust_0001", "where is my parcel SF123456789CN?")
+        # Twelve digits inside a tracking number are not an order number.
+        long_parcel = await turn(svc, "cust_0001", "Please track my package JD001234567890")
         complaint = await turn(
             svc, "cust_0001", "I want to complain: the courier left my parcel at the door"
         )
@@ -63,6 +65,9 @@ async def test_each_task_of_the_load_profile_takes_its_path(
         assert len(fake_llm.requests) == before + 1  # a one-call turn
     assert [d["tool"] for d in of_type(parcel, "tool.completed")] == ["track_shipment"]
     assert final(parcel) == "Parcel SF123456789CN is in_transit."
+    assert [(d["tool"], d["status"]) for d in of_type(long_parcel, "tool.completed")] == [
+        ("track_shipment", "success")
+    ]
     ticket = of_type(complaint, "tool.completed")
     assert [(d["tool"], d["status"]) for d in ticket] == [("create_ticket", "success")]
     assert final(complaint).startswith("I have opened ticket TK")
