@@ -118,7 +118,8 @@ async def user(client: httpx.AsyncClient, plan: dict[str, Any], me: dict[str, An
             order=rng.choice(me["orders"]), parcel=rng.choice(me["parcels"])
         )
         turns.append(await take_turn(client, session_id, task, text, plan["turn_timeout_s"]))
-        await asyncio.sleep(max(0.0, rng.gauss(plan["think_mean_s"], plan["think_sd_s"])))
+        think = max(0.0, rng.gauss(plan["think_mean_s"], plan["think_sd_s"]))
+        await asyncio.sleep(min(think, max(0.0, stop_at - time.time())))  # no idle drain
     return turns
 
 

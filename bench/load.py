@@ -232,7 +232,10 @@ def start_profiler(path: Path | None, pid: int, seconds: float) -> subprocess.Po
 
     spy = shutil.which("py-spy") or str(Path(python()[0]).with_name("py-spy"))
     args = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100"]
-    args += ["--nonblocking", "--threads", "--format", "raw", "--output", str(path)]
+    # Only the thread holding the GIL is sampled: py-spy's idle detection counted threads
+    # waiting on a queue as busy here. --nonblocking: pausing Hermes for each sample slowed
+    # its turns several-fold.
+    args += ["--gil", "--nonblocking", "--threads", "--format", "raw", "--output", str(path)]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
