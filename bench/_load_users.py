@@ -91,8 +91,7 @@ async def _stream(
             elif line.startswith("data:") and event in ("tool.completed", "turn.failed"):
                 data = json.loads(line[5:])
                 if event == "turn.failed":
-                    error = data.get("error") or {}
-                    return f"turn.failed: {error.get('code', '?')}", tools
+                    return f"turn.failed: {data.get('code', '?')}", tools
                 status = str(data.get("status"))
                 if status != "success":
                     code = ((data.get("result") or {}).get("error") or {}).get("code")
