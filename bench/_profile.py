@@ -1,13 +1,15 @@
-"""Where a Hermes process spends its CPU, from a py-spy raw profile (`--format raw --threads`).
+"""Where a Hermes process spends its CPU, from a py-spy raw profile (`--format raw --threads
+--full-filenames`).
 
     python -m bench._profile FILE
 
 Each sampled stack is put in one bucket: anything under LiteLLM or Hermes' LiteLLM adapter
 (the openai SDK, httpx and pydantic they call included) is the LiteLLM path's; then the openai
 SDK or httpx called by Hermes directly; otherwise the deepest Hermes frame decides (storage,
-NLU, memory, tools, events, ...); stacks with no Hermes frame are the HTTP server or the event
-loop itself. Shares are of the samples (taken with `--gil`: only the thread holding the GIL,
-i.e. Python running), for all threads and for the event-loop (main) thread alone.
+NLU, memory, tools, events, ...); SQLite reader threads are storage; the rest of the event-loop
+thread is the HTTP server and the loop itself. Shares are of the samples (taken with `--gil`:
+only the thread holding the GIL, i.e. Python running), for all threads and for the event-loop
+(main) thread alone.
 """
 
 from __future__ import annotations
@@ -37,10 +39,25 @@ _HERMES = (
 )
 # The process's entry point is under every stack; it says nothing about where time goes.
 _ENTRY = ("app/cli.py", "app/__main__.py")
-_SERVER = ("(uvicorn/", "(starlette/", "(fastapi/", "(h11/", "(httptools/")
+# Where a full file name's package part starts (py-spy --full-filenames).
+_ROOTS = ("/site-packages/", "/lib/python3.11/", "/lib/python3.12/", "/lib/python3.13/")
 
 
-def bucket(frames: list[str]) -> str:
+def short(frame: str) -> str:
+    """`func (/abs/path/pkg/mod.py:12)` as `func (pkg/mod.py:12)`; Hermes files as `app/...`."""
+    func, sep, path = frame.rpartition(" (")
+    if not sep:
+        return frame
+    for root in _ROOTS:
+        if root in path:
+            return f"{func} ({path.rpartition(root)[2]}"
+    if "/app/" in path:
+        return f"{func} (app/{path.rpartition('/app/')[2]}"
+    return frame
+
+
+def bucket(frames: list[str], main_thread: bool = False) -> str:
+    frames = [short(f) for f in frames]
     for name, marks in _LIBRARIES:
         if any(mark in frame for frame in frames for mark in marks):
             return name
@@ -48,9 +65,11 @@ def bucket(frames: list[str]) -> str:
         path = frame.rpartition("(")[2]
         if path.startswith("app/") and not path.startswith(_ENTRY):
             return next(name for name, prefixes in _HERMES if path.startswith(prefixes))
-    if any(mark in frame for frame in frames for mark in _SERVER):
-        return "HTTP server (uvicorn/starlette)"
-    return "event loop (uvloop) and other"
+    if any("(aiosqlite/" in frame or "(sqlite3/" in frame for frame in frames):
+        return "storage (SQLite)"
+    if main_thread:
+        return "HTTP server and event loop (uvicorn, uvloop)"
+    return "other threads"
 
 
 def shares(path: Path) -> tuple[Counter[str], Counter[str]]:
@@ -62,9 +81,10 @@ def shares(path: Path) -> tuple[Counter[str], Counter[str]]:
         if not stack or not count.isdigit():
             continue
         frames = stack.split(";")
-        name = bucket(frames[1:])
+        in_main = frames[0].endswith(": MainThread")
+        name = bucket(frames[1:], in_main)
         every[name] += int(count)
-        if frames[0].endswith(": MainThread"):
+        if in_main:
             main[name] += int(count)
     return every, main
 

@@ -235,7 +235,8 @@ def start_profiler(path: Path | None, pid: int, seconds: float) -> subprocess.Po
     # Only the thread holding the GIL is sampled: py-spy's idle detection counted threads
     # waiting on a queue as busy here. --nonblocking: pausing Hermes for each sample slowed
     # its turns several-fold.
-    args += ["--gil", "--nonblocking", "--threads", "--format", "raw", "--output", str(path)]
+    args += ["--gil", "--nonblocking", "--threads", "--full-filenames"]
+    args += ["--format", "raw", "--output", str(path)]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
