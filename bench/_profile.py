@@ -93,9 +93,9 @@ def print_shares(path: Path) -> None:
     every, main = shares(path)
     total, main_total = sum(every.values()) or 1, sum(main.values()) or 1
     print(f"profile of the Hermes process (py-spy, {path}): share of busy samples")
-    print(f"  {'':<40}{'all threads':>12}{'event loop':>12}")
+    print(f"  {'':<46}{'all threads':>12}{'event loop':>12}")
     for name, n in every.most_common():
-        print(f"  {name:<40}{100 * n / total:>11.1f}%{100 * main[name] / main_total:>11.1f}%")
+        print(f"  {name:<46}{100 * n / total:>11.1f}%{100 * main[name] / main_total:>11.1f}%")
     print(f"  samples: {sum(every.values())} (event-loop thread {sum(main.values())})")
 
 

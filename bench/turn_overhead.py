@@ -10,7 +10,7 @@ and what Hermes adds; Hermes' start-up time, idle RSS and the model path it took
 lines for the targets of issue 10.
 
     python bench/turn_overhead.py [--turns 320] [--concurrency 8] [--session-turns 20,150]
-        [--env HERMES_MODEL_API=openai ...]
+        [--rounds 1] [--env HERMES_MODEL_API=openai ...]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,11 @@ IDLE_RSS_TARGET_MB = 150.0
 class Run:
     rate: float  # turns/s at the concurrency
     seq: list[float]  # sequential latencies, seconds
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The median throughput of the rounds, and every round's sequential latencies."""
+    return Run(statistics.median(r.rate for r in runs), [t for r in runs for t in r.seq])
 
 
 async def hermes_turns(
@@ -125,6 +131,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--turns", type=int, default=320, help="turns per concurrent run")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sequential", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat all runs; median turns/s")
     parser.add_argument(
         "--session-turns",
         default="20,150",
@@ -148,17 +155,23 @@ async def main() -> None:
         sdk = await start_baseline("openai_app", api_base, procs)
         await hermes_turns(hermes.url, 10, 2, 20)  # warm-up
 
-        # Interleaved so that a burst of load from elsewhere on the machine hits one figure
-        # of each kind rather than all figures of one.
-        runs: dict[str, Run] = {}
-        for n, length in enumerate(lengths):
-            runs[f"hermes, {length}-turn sessions"] = await measure_hermes(hermes.url, args, length)
-            if n == 0:
-                runs["bare LiteLLM endpoint"] = await measure_baseline(lite, args)
-                runs["bare openai-SDK endpoint"] = await measure_baseline(sdk, args)
+        # Interleaved, and repeated in rounds, so that a burst of load from elsewhere on the
+        # shared machine hits one figure of each kind rather than all figures of one.
+        rounds: dict[str, list[Run]] = {}
+        for _ in range(args.rounds):
+            for n, length in enumerate(lengths):
+                name = f"hermes, {length}-turn sessions"
+                rounds.setdefault(name, []).append(await measure_hermes(hermes.url, args, length))
+                if n == 0:
+                    for name, url in (
+                        ("bare LiteLLM endpoint", lite),
+                        ("bare openai-SDK endpoint", sdk),
+                    ):
+                        rounds.setdefault(name, []).append(await measure_baseline(url, args))
         model_path = hermes.model_path()
     finally:
         stop(procs)
+    runs = {name: median_run(of) for name, of in rounds.items()}
     report(args, lengths, runs, hermes.ready_s, hermes.idle_rss_mb, model_path)
 
 
@@ -174,7 +187,8 @@ def report(
     print(f"hermes model path: {model_path}")
     print(
         f"concurrency {args.concurrency}, >= {args.turns} turns per run;"
-        f" sequential {args.sequential} turns; instant fake model"
+        f" sequential {args.sequential} turns; instant fake model;"
+        f" {args.rounds} round(s), median turns/s"
     )
     print(f"{'':<30}{'turns/s':>9}{'seq p50 ms':>12}{'seq p95 ms':>12}")
     for name, run in runs.items():
