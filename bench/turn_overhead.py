@@ -211,13 +211,13 @@ def report(
     first = runs[f"hermes, {lengths[0]}-turn sessions"]
     if lengths[0] == 20:
         ratio = first.rate / lite.rate
-        _target(ratio >= RATIO_TARGET, f"hermes/LiteLLM, 20-turn sessions {ratio:.2f}", ">= 1.2")
+        _target(ratio >= RATIO_TARGET, f"hermes/LiteLLM, 20-turn sessions {ratio:.3f}", ">= 1.2")
     if len(lengths) > 1:  # the target: 150-turn sessions against 20-turn ones
         last = lengths[-1]
         long = runs[f"hermes, {last}-turn sessions"].rate / first.rate
         _target(
             long >= LONG_SESSION_TARGET,
-            f"{last}-turn sessions at {long:.2f} of the {lengths[0]}-turn throughput",
+            f"{last}-turn sessions at {long:.3f} of the {lengths[0]}-turn throughput",
             f">= {LONG_SESSION_TARGET}",
         )
     _target(ready_s <= READY_TARGET_S, f"hermes ready after {ready_s:.1f} s", "<= 2 s")
