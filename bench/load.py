@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -68,8 +70,6 @@ def parse_args() -> argparse.Namespace:
 
 def customers(demo_db: Path) -> list[dict[str, Any]]:
     """Demo customers with at least one order and one trackable parcel, with both lists."""
-    import re
-
     pattern = re.compile(TRACKING)
     with sqlite3.connect(demo_db) as conn:
         rows = conn.execute(
@@ -137,7 +137,8 @@ async def main() -> None:
             plan = tmp / f"plan{n}.json"
             plan.write_text(json.dumps(make_plan(args, hermes.url, people, start_at, n)))
             results.append(tmp / f"result{n}.json")
-            gens.append(spawn(python("bench/_load_users.py", str(plan), str(results[n])), {}))
+            gen_args = python("bench/_load_users.py", str(plan), str(results[n]))
+            gens.append(spawn(gen_args, {}, tmp / f"gen{n}.log"))
         procs.extend(gens)
 
         rss_start = memory_mb(hermes.pid)[0]
@@ -157,6 +158,10 @@ async def main() -> None:
                 await asyncio.sleep(0.1)
         if profiler is not None:
             profiler.wait(60)
+        for n, gen in enumerate(gens):
+            if gen.poll() != 0:
+                log = (tmp / f"gen{n}.log").read_text()[-3000:]
+                raise RuntimeError(f"load generator {n} ended with {gen.returncode}:\n{log}")
         turns = [t for path in results for t in json.loads(path.read_text())["turns"]]
         model_path = hermes.model_path()
     finally:
@@ -228,8 +233,6 @@ async def warm_up(url: str, person: dict[str, Any]) -> None:
 def start_profiler(path: Path | None, pid: int, seconds: float) -> subprocess.Popen[bytes] | None:
     if path is None:
         return None
-    import shutil
-
     spy = shutil.which("py-spy") or str(Path(python()[0]).with_name("py-spy"))
     args = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100"]
     # Only the thread holding the GIL is sampled: py-spy's idle detection counted threads
