@@ -1,75 +1,67 @@
 """What a Hermes turn costs on top of the model call itself.
 
-Runs, in one go and on the same machine: a fake OpenAI-compatible model server that answers
-instantly; Hermes (`hermes serve`, SQLite WAL, full turn: session, messages, events, snapshot);
-and a bare FastAPI endpoint making the same LiteLLM call and storing nothing. Prints turns/s of
-both at a fixed concurrency, the ratio, and per-turn latency p50/p95 sequentially, with the
-latency Hermes adds.
+Runs, in one go and on the same machine, each in its own process: a fake OpenAI-compatible
+model server that answers instantly; Hermes (`hermes serve`, SQLite WAL, full turn: session,
+messages, events, steps, snapshot); and two bare FastAPI endpoints that store nothing and make
+one streamed model call, one through `litellm.acompletion`, one through the `openai` SDK's
+`AsyncOpenAI`. Prints turns/s of each at a fixed concurrency, for Hermes in sessions of each
+`--session-turns` length; the ratios Hermes/LiteLLM and Hermes/openai-SDK; sequential p50/p95
+and what Hermes adds; Hermes' start-up time, idle RSS and the model path it took; and PASS/FAIL
+lines for the targets of issue 10.
 
-    python bench/turn_overhead.py [--turns 300] [--concurrency 8]
+    python bench/turn_overhead.py [--turns 320] [--concurrency 8] [--session-turns 20,150]
+        [--rounds 1] [--env HERMES_MODEL_API=openai ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
+import math
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+# Run as a file, `bench` and `app` come from this checkout (not from whatever is installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._hermes import add_env_option, parse_env, start_hermes
+from bench._procs import free_port, pct, python, spawn, stop, wait_port_file, wait_ready
+
+# Targets of issue 10 (printed, not asserted).
+RATIO_TARGET = 1.2  # Hermes / bare LiteLLM endpoint, 20-turn sessions
+LONG_SESSION_TARGET = 0.9  # 150-turn sessions' throughput / 20-turn sessions'
+READY_TARGET_S = 2.0
+IDLE_RSS_TARGET_MB = 150.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@dataclass
+class Run:
+    rate: float  # turns/s at the concurrency
+    seq: list[float]  # sequential latencies, seconds
 
 
-def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        args,
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-async def wait_ready(url: str) -> None:
-    deadline = time.monotonic() + 60
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
-            try:
-                await client.get(url)
-                return
-            except httpx.TransportError:
-                await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+def median_run(runs: list[Run]) -> Run:
+    """The median throughput of the rounds, and every round's sequential latencies."""
+    return Run(statistics.median(r.rate for r in runs), [t for r in runs for t in r.seq])
 
 
 async def hermes_turns(
-    base: str, turns: int, concurrency: int, per_session: int
+    base: str, turns_per_worker: int, concurrency: int, per_session: int
 ) -> tuple[float, list[float]]:
     """Each worker talks in sessions of `per_session` turns (a call), then opens a new one."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         latencies: list[float] = []
 
-        async def worker(n: int, who: int) -> None:
+        async def worker(who: int) -> None:
             session_id = ""
-            for i in range(n):
+            for i in range(turns_per_worker):
                 if i % per_session == 0:
                     r = await client.post("/v1/sessions", json={"user_id": f"bench{who}"})
                     session_id = r.json()["id"]
@@ -82,115 +74,158 @@ async def hermes_turns(
                 latencies.append(time.perf_counter() - t)
 
         start = time.perf_counter()
-        await asyncio.gather(*(worker(turns // concurrency, w) for w in range(concurrency)))
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
         return time.perf_counter() - start, latencies
 
 
-async def baseline_turns(base: str, turns: int, concurrency: int) -> tuple[float, list[float]]:
+async def baseline_turns(
+    base: str, turns_per_worker: int, concurrency: int
+) -> tuple[float, list[float]]:
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         latencies: list[float] = []
 
-        async def worker(n: int) -> None:
-            for i in range(n):
+        async def worker() -> None:
+            for i in range(turns_per_worker):
                 t = time.perf_counter()
                 r = await client.post("/turn", json={"content": f"where is my order {i}"})
                 r.raise_for_status()
                 latencies.append(time.perf_counter() - t)
 
         start = time.perf_counter()
-        await asyncio.gather(*(worker(turns // concurrency) for _ in range(concurrency)))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
         return time.perf_counter() - start, latencies
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=300)
+async def measure_hermes(base: str, args: argparse.Namespace, per_session: int) -> Run:
+    # Whole sessions only, and at least one per worker: a 150-turn figure must come from
+    # turns deep into 150-turn sessions.
+    sessions = math.ceil(max(args.turns / args.concurrency, per_session) / per_session)
+    per_worker = sessions * per_session
+    wall, _ = await hermes_turns(base, per_worker, args.concurrency, per_session)
+    _, seq = await hermes_turns(base, args.sequential, 1, per_session)
+    return Run(per_worker * args.concurrency / wall, seq)
+
+
+async def measure_baseline(base: str, args: argparse.Namespace) -> Run:
+    per_worker = math.ceil(args.turns / args.concurrency)
+    wall, _ = await baseline_turns(base, per_worker, args.concurrency)
+    _, seq = await baseline_turns(base, args.sequential, 1)
+    return Run(per_worker * args.concurrency / wall, seq)
+
+
+async def start_baseline(factory: str, api_base: str, procs: list[subprocess.Popen[bytes]]) -> str:
+    port = free_port()
+    args = ["-m", "uvicorn", "--factory", f"bench._baseline_app:{factory}"]
+    args += ["--port", str(port), "--log-level", "warning"]
+    env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "BENCH_API_BASE": api_base}
+    proc = spawn(python(*args), env)
+    procs.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    await wait_ready(url + "/docs", proc)
+    await baseline_turns(url, 10, 2)  # warm-up: LiteLLM's first call is slow
+    return url
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=320, help="turns per concurrent run")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--sequential", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat all runs; median turns/s")
     parser.add_argument(
-        "--turns-per-session", type=int, default=20, help="turns before a new session (a call)"
+        "--session-turns",
+        default="20,150",
+        help="comma-separated session lengths for Hermes (turns before a new session)",
     )
-    args = parser.parse_args()
+    add_env_option(parser)
+    return parser.parse_args()
 
+
+async def main() -> None:
+    args = parse_args()
+    lengths = [int(n) for n in args.session_turns.split(",") if n.strip()]
     tmp = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     port_file = tmp / "llm.port"
-    env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    procs = [spawn([sys.executable, "bench/_fake_llm.py", "--port-file", str(port_file)], env)]
+    procs = [spawn(python("bench/_fake_llm.py", "--port-file", str(port_file)), {})]
     try:
-        while not port_file.exists() or not port_file.read_text():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        api_base = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        hermes_port, base_port = free_port(), free_port()
-        procs.append(
-            spawn(
-                [
-                    sys.executable,
-                    "-m",
-                    "app.cli",
-                    "serve",
-                    "--port",
-                    str(hermes_port),
-                    "--db",
-                    str(tmp / "bench.db"),
-                ],
-                {
-                    **env,
-                    "HERMES_MODEL": "openai/bench",
-                    "HERMES_MODEL_API_BASE": api_base,
-                    "HERMES_MODEL_API_KEY": "sk-bench",
-                    "HERMES_LOG_LEVEL": "WARNING",
-                },
-            )
-        )
-        procs.append(
-            spawn(
-                [
-                    sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "bench._baseline_app:app",
-                    "--port",
-                    str(base_port),
-                    "--log-level",
-                    "warning",
-                ],
-                {**env, "BENCH_API_BASE": api_base},
-            )
-        )
-        hermes, baseline = f"http://127.0.0.1:{hermes_port}", f"http://127.0.0.1:{base_port}"
-        await wait_ready(hermes + "/healthz")
-        await wait_ready(baseline + "/docs")
-        # Warm-up both (LiteLLM's first call is slow).
-        await hermes_turns(hermes, 20, 2, args.turns_per_session)
-        await baseline_turns(baseline, 20, 2)
+        api_base = f"http://127.0.0.1:{await wait_port_file(port_file, procs[0])}/v1"
+        hermes = await start_hermes(tmp, api_base, parse_env(args.env))
+        procs.append(hermes.proc)
+        lite = await start_baseline("litellm_app", api_base, procs)
+        sdk = await start_baseline("openai_app", api_base, procs)
+        await hermes_turns(hermes.url, 10, 2, 20)  # warm-up
 
-        h_wall, _ = await hermes_turns(hermes, args.turns, args.concurrency, args.turns_per_session)
-        b_wall, _ = await baseline_turns(baseline, args.turns, args.concurrency)
-        _, h_seq = await hermes_turns(hermes, args.sequential, 1, args.turns_per_session)
-        _, b_seq = await baseline_turns(baseline, args.sequential, 1)
+        # Interleaved, and repeated in rounds, so that a burst of load from elsewhere on the
+        # shared machine hits one figure of each kind rather than all figures of one.
+        rounds: dict[str, list[Run]] = {}
+        for _ in range(args.rounds):
+            for n, length in enumerate(lengths):
+                name = f"hermes, {length}-turn sessions"
+                rounds.setdefault(name, []).append(await measure_hermes(hermes.url, args, length))
+                if n == 0:
+                    for name, url in (
+                        ("bare LiteLLM endpoint", lite),
+                        ("bare openai-SDK endpoint", sdk),
+                    ):
+                        rounds.setdefault(name, []).append(await measure_baseline(url, args))
+        model_path = hermes.model_path()
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(30)
+        stop(procs)
+    runs = {name: median_run(of) for name, of in rounds.items()}
+    report(args, lengths, runs, hermes.ready_s, hermes.idle_rss_mb, model_path)
 
-    h_rate, b_rate = args.turns / h_wall, args.turns / b_wall
+
+def report(
+    args: argparse.Namespace,
+    lengths: list[int],
+    runs: dict[str, Run],
+    ready_s: float,
+    idle_rss_mb: float,
+    model_path: str,
+) -> None:
     ms = 1000.0
+    print(f"hermes model path: {model_path}")
     print(
-        f"turns: {args.turns} at concurrency {args.concurrency}; sequential: {args.sequential};"
-        f" {args.turns_per_session} turns per session"
+        f"concurrency {args.concurrency}, >= {args.turns} turns per run;"
+        f" sequential {args.sequential} turns; instant fake model;"
+        f" {args.rounds} round(s), median turns/s"
     )
-    print(f"hermes   full turn       {h_rate:8.1f} turns/s")
-    print(f"baseline litellm only    {b_rate:8.1f} turns/s")
-    print(f"ratio hermes/baseline    {h_rate / b_rate:8.2f}")
-    for name, seq in (("hermes", h_seq), ("base  ", b_seq)):
-        p50, p95 = pct(seq, 50) * ms, pct(seq, 95) * ms
-        print(f"sequential latency  {name} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms")
-    print(
-        f"added by hermes          p50 {(pct(h_seq, 50) - pct(b_seq, 50)) * ms:6.2f} ms"
-        f"  p95 {(pct(h_seq, 95) - pct(b_seq, 95)) * ms:6.2f} ms"
-        f"  (mean {(statistics.mean(h_seq) - statistics.mean(b_seq)) * ms:.2f} ms)"
-    )
+    print(f"{'':<30}{'turns/s':>9}{'seq p50 ms':>12}{'seq p95 ms':>12}")
+    for name, run in runs.items():
+        p50, p95 = pct(run.seq, 50) * ms, pct(run.seq, 95) * ms
+        print(f"{name:<30}{run.rate:>9.1f}{p50:>12.2f}{p95:>12.2f}")
+    lite, sdk = runs["bare LiteLLM endpoint"], runs["bare openai-SDK endpoint"]
+    for length in lengths:
+        mine = runs[f"hermes, {length}-turn sessions"]
+        print(
+            f"{length}-turn sessions: ratio hermes/LiteLLM {mine.rate / lite.rate:.2f},"
+            f" hermes/openai-SDK {mine.rate / sdk.rate:.2f}"
+        )
+        for name, base in (("LiteLLM", lite), ("openai-SDK", sdk)):
+            p50 = (pct(mine.seq, 50) - pct(base.seq, 50)) * ms
+            p95 = (pct(mine.seq, 95) - pct(base.seq, 95)) * ms
+            print(
+                f"  added by hermes over the {name} endpoint: p50 {p50:+.2f} ms  p95 {p95:+.2f} ms"
+            )
+    print(f"hermes start-up: ready after {ready_s:.1f} s, idle RSS {idle_rss_mb:.0f} MB")
+    first = runs[f"hermes, {lengths[0]}-turn sessions"]
+    if lengths[0] == 20:
+        ratio = first.rate / lite.rate
+        _target(ratio >= RATIO_TARGET, f"hermes/LiteLLM, 20-turn sessions {ratio:.3f}", ">= 1.2")
+    if len(lengths) > 1:  # the issue's target: 150-turn sessions against 20-turn ones
+        last = lengths[-1]
+        long = runs[f"hermes, {last}-turn sessions"].rate / first.rate
+        _target(
+            long >= LONG_SESSION_TARGET,
+            f"{last}-turn sessions at {long:.3f} of the {lengths[0]}-turn throughput",
+            f">= {LONG_SESSION_TARGET}",
+        )
+    _target(ready_s <= READY_TARGET_S, f"hermes ready after {ready_s:.1f} s", "<= 2 s")
+    _target(idle_rss_mb <= IDLE_RSS_TARGET_MB, f"idle RSS {idle_rss_mb:.0f} MB", "<= 150 MB")
+
+
+def _target(ok: bool, what: str, target: str) -> None:
+    print(f"{'PASS' if ok else 'FAIL'}  {what} (target {target})")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 `FakeLLMServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1, so the
 direct client's and LiteLLM's own HTTP and streaming code run against it. Each model name has
-its own script of steps; when a script is empty the server falls back to its default step (a
-short text reply).
+its own script of steps; when a script is empty the server asks its responder, if it has one
+(e.g. the rule-based `app.llm.testing_rules.RuleModel`, which answers each request from its own
+messages), and otherwise falls back to its default step (a short text reply).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,12 @@ class RecordedRequest:
         return [t["function"]["name"] for t in self.body.get("tools") or []]
 
 
+# Answers a request from what is in it (its messages, the tools offered), when no script step
+# is waiting: one server can then serve many sessions at once, as under load, where a shared
+# queue of steps would hand one session's answer to another. None falls back to the default.
+Responder = Callable[[RecordedRequest], "Step | None"]
+
+
 # ---------------------------------------------------------------------------------------------
 # The server
 
@@ -122,9 +129,11 @@ class FakeLLMServer:
     `openai/<model>` models (`HERMES_MODEL_API_BASE`).
     """
 
-    def __init__(self, default: Step | None = None) -> None:
+    def __init__(self, default: Step | None = None, responder: Responder | None = None) -> None:
         self._initial_default: Step = default or Reply("Hello from the fake model.")
         self.default: Step = self._initial_default
+        self._initial_responder = responder
+        self.responder: Responder | None = responder
         self.requests: list[RecordedRequest] = []
         self._scripts: dict[str, deque[Step]] = {}
         self._lock = threading.Lock()
@@ -144,23 +153,26 @@ class FakeLLMServer:
             return len(self._scripts.get(model, ()))
 
     def reset(self) -> None:
-        """Forget scripts, recorded requests and any default set since start."""
+        """Forget scripts, recorded requests and any default or responder set since start."""
         with self._lock:
             self._scripts.clear()
             self.requests.clear()
             self.default = self._initial_default
+            self.responder = self._initial_responder
 
     def requests_for(self, model: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.model == model]
 
-    def _next_step(self, model: str) -> Step:
+    def _next_step(self, request: RecordedRequest) -> Step:
         with self._lock:
-            for key in (model, "*"):
+            for key in (request.model, "*"):
                 script = self._scripts.get(key)
                 if script:
                     return script.popleft()
-            return self.default
+            responder, default = self.responder, self.default
+        answer = responder(request) if responder is not None else None
+        return default if answer is None else answer
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -203,11 +215,10 @@ class FakeLLMServer:
     async def _handle(self, request: Request) -> Response:
         body = await request.json()
         model = str(body.get("model", ""))
+        recorded = RecordedRequest(model, body, time.time(), dict(request.headers.items()))
         with self._lock:
-            self.requests.append(
-                RecordedRequest(model, body, time.time(), dict(request.headers.items()))
-            )
-        step = self._next_step(model)
+            self.requests.append(recorded)
+        step = self._next_step(recorded)
         stream = bool(body.get("stream"))
 
         if isinstance(step, Hang):
