@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database
+from app.storage.sqlite import Database, note_event
 
 T = TypeVar("T")
 Publisher = Callable[[list[Event]], None]
@@ -57,11 +57,13 @@ class Tx:
             turn_id=turn_id,
             created_at=self.now,
         )
+        payload = dumps(data)
         self.conn.execute(
             "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, event.seq, tenant_id, turn_id, type, dumps(data), self.now),
+            (session_id, event.seq, tenant_id, turn_id, type, payload, self.now),
         )
+        note_event(self.conn, len(payload.encode()))
         self.events.append(event)
         return event
 
