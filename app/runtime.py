@@ -199,11 +199,13 @@ def preflight(settings: Settings) -> None:
     load_nlu(settings).close()
 
 
-async def _sweep_idle(sessions: SessionStore, settings: Settings) -> None:
+async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
     while True:
         await asyncio.sleep(settings.session_sweep_interval_s)
         try:
-            archived = await sessions.archive_idle(time.time() - settings.session_idle_minutes * 60)
+            archived = await conversation.archive_idle(
+                time.time() - settings.session_idle_minutes * 60
+            )
             if archived:
                 log.info("archived %d idle sessions", len(archived))
         except Exception:
@@ -292,6 +294,7 @@ async def open_runtime(
                 settings.context_max_messages,
                 step_queue_max_depth=settings.step_queue_max_depth,
                 ask_user_timeout_s=settings.ask_user_timeout_s,
+                context_cache_sessions=settings.context_cache_sessions,
             ),
             steps=steps,
             redactor=executor.redactor,
@@ -340,7 +343,7 @@ async def open_runtime(
             stuck_after_s=settings.step_stuck_after_s,
             interval_s=settings.watchdog_interval_s,
         )
-        background(stack, _sweep_idle(sessions, settings), "idle-sweeper")
+        background(stack, _sweep_idle(conversation, settings), "idle-sweeper")
         background(stack, watchdog.run(), "watchdog")
         yield Runtime(
             settings=settings,

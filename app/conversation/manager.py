@@ -67,6 +67,10 @@ class TurnManager:
         worker = self._workers.get(session_id)
         return worker.current if worker else None
 
+    def forget(self, session_id: str) -> None:
+        """The session's cached history is stale or no longer needed."""
+        self.runner.forget(session_id)
+
     def active_sessions(self) -> int:
         return len(self._workers)
 

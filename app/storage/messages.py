@@ -97,6 +97,16 @@ def insert_message(
     )
 
 
+def count_added(tx: Tx, session_id: str, *, after_pk: int, through_turn: int) -> int:
+    """How many messages of turns up to `through_turn` have a primary key above `after_pk`."""
+    (count,) = tx.one(
+        "SELECT COUNT(*) FROM messages INDEXED BY messages_by_session_pk"
+        " WHERE session_id = ? AND pk > ? AND turn_number <= ?",
+        (session_id, after_pk, through_turn),
+    ) or (0,)
+    return int(count)
+
+
 class MessageStore(Store):
     async def page(
         self, tenant_id: str, session_id: str, *, cursor: str | None = None, limit: int = 100
@@ -120,6 +130,37 @@ class MessageStore(Store):
             " AND turn_number > ? AND turn_number <= ? ORDER BY turn_number DESC, pk DESC"
             " LIMIT ?) ORDER BY turn_number, pk",
             (session_id, after_turn, through_turn, limit),
+        )
+        return [Message.from_row(r) for r in rows]
+
+    async def added(
+        self,
+        session_id: str,
+        *,
+        after_turn: int,
+        known_through: int,
+        after_pk: int,
+        through_turn: int,
+    ) -> list[Message]:
+        """What a session cache lacks, in conversation order: every message of turns
+        (known_through, through_turn], and messages of turns (after_turn, known_through] with
+        a primary key above `after_pk` (added to an earlier turn since it was read). Both are
+        index ranges, so the cost follows what is new, not the session's length."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+            " AND turn_number > ? AND turn_number <= ?"
+            f" UNION ALL SELECT {_COLUMNS} FROM messages INDEXED BY messages_by_session_pk"
+            " WHERE session_id = ? AND pk > ? AND turn_number > ? AND turn_number <= ?"
+            " ORDER BY turn_number, pk",
+            (
+                session_id,
+                known_through,
+                through_turn,
+                session_id,
+                after_pk,
+                after_turn,
+                known_through,
+            ),
         )
         return [Message.from_row(r) for r in rows]
 
