@@ -38,6 +38,7 @@ from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
+from app.observability import metrics
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
@@ -226,6 +227,7 @@ async def open_runtime(
         )
         await db.open()
         stack.push_async_callback(db.close)
+        stack.callback(metrics.watch_database(db))
         if db.applied_migrations:
             log.info("applied migrations: %s", ", ".join(db.applied_migrations))
 
@@ -295,6 +297,7 @@ async def open_runtime(
                 step_queue_max_depth=settings.step_queue_max_depth,
                 ask_user_timeout_s=settings.ask_user_timeout_s,
                 context_cache_sessions=settings.context_cache_sessions,
+                delta_flush_s=settings.delta_flush_ms / 1000,
             ),
             steps=steps,
             redactor=executor.redactor,

@@ -217,7 +217,10 @@ class AgentLoop:
             )
         routes: list[ModelRoute] = []  # which of the configured models answered
         try:
-            reply = await collect(tap_route(self.model.stream(request), routes), on_text)
+            try:
+                reply = await collect(tap_route(self.model.stream(request), routes), on_text)
+            finally:
+                run.emitter.flush()  # text gathered so far is stored, also when the stream broke
             await run.emitter.settle()
         except UpstreamLLMError as exc:
             if run.steps is not None and step is not None:

@@ -24,7 +24,7 @@ from app.storage.messages import MessageStore, count_added
 from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
 from app.storage.steps import NewStep, StepStore, TurnRef
-from app.storage.turns import TurnStore
+from app.storage.turns import TurnStore, record_understanding
 from app.storage.tx import Tx
 from app.tools.context import TurnScope
 from app.tools.policy import Taint, TurnPolicy
@@ -47,6 +47,7 @@ class RunnerConfig:
     max_messages: int = 1000
     step_queue_max_depth: int = 50
     context_cache_sessions: int = 512
+    delta_flush_s: float = 0.05
     ask_user_timeout_s: float = 300.0
 
 
@@ -168,11 +169,9 @@ class TurnRunner:
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
         transcript = _Transcript(self.turns, turn, view)
         resume = resume_point(turn, own) if turn.resume_from_step else None
-        emitter = TurnEmitter(self.turns, turn)
+        emitter = TurnEmitter(self.turns, turn, flush_s=self.config.delta_flush_s)
         recorder = None
-        if self.steps is not None:
-            if resume is None:
-                await self.steps.answer_ask_user(turn.session_id, turn.user_message_id)
+        if self.steps is not None:  # (claiming the turn answered a waiting ask_user step)
             recorder = StepRecorder(
                 self.steps,
                 TurnRef(turn.tenant_id, turn.session_id, turn.id),
@@ -187,7 +186,8 @@ class TurnRunner:
         # history would cost one NLU parse per earlier turn, every turn.
         understanding = self.channel.understand(user_text, flatten(turns[-_UNDERSTAND_TURNS:]))
         if understanding is not None and resume is None:
-            await self.turns.record_understanding(turn, understanding.event())
+            event = understanding.event()
+            emitter.later(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         extra: list[dict[str, Any]] = []
         note = self.channel.context_note(understanding, earlier_slots)
@@ -243,6 +243,8 @@ class TurnRunner:
             await self._remember(
                 turn, memory_scope, user_text, outcome.text, transcript, previous_reply
             )
+        if recorder is not None:
+            await recorder.settle()
         finished: list[Finished] = []
 
         def at_end(tx: Tx) -> None:

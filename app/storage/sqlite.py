@@ -1,10 +1,11 @@
 """SQLite in WAL mode: one writer thread with group commit, separate read connections.
 
 All writes go through `Database.write(fn)`: `fn(conn)` runs on the single writer thread inside
-`BEGIN IMMEDIATE`, in a savepoint of its own, and whatever jobs queued up meanwhile commit
-together (one fsync at most, one thread hop). A job's `on_commit` callback runs on the event
-loop after the commit, in commit order, before its awaiting caller resumes: publishing an event
-there means nobody ever sees an event that a crash could take back.
+`BEGIN IMMEDIATE`, in a savepoint of its own when others share the transaction, and whatever
+jobs queued up meanwhile commit together (one fsync at most, one thread hop). A job's
+`on_commit` callback runs on the event loop after the commit, in commit order, before its
+awaiting caller resumes: publishing an event there means nobody ever sees an event that a crash
+could take back.
 
 Reads go through `aiosqlite` connections opened `query_only`.
 
@@ -50,6 +51,9 @@ class DbCounts:
 
     def __sub__(self, other: DbCounts) -> DbCounts:
         return DbCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(DbCounts)))
+
+    def __add__(self, other: DbCounts) -> DbCounts:
+        return DbCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(DbCounts)))
 
 
 class _CountingConnection(sqlite3.Connection):
@@ -236,6 +240,15 @@ class Database:
         except sqlite3.Error as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
+        if len(batch) == 1:  # alone in its transaction: no savepoint needed to isolate it
+            job = batch[0]
+            try:
+                result = job.fn(conn)
+            except BaseException as exc:
+                conn.execute("ROLLBACK")
+                return [(job, None, exc)]
+            outcomes.append((job, result, None))
+            batch = []
         for job in batch:
             conn.execute("SAVEPOINT job")
             try:

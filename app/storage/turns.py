@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.errors import QueueFull, SessionBusy
+from app.storage import steps
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
@@ -23,6 +24,28 @@ class Accepted:
     created: bool  # False: the client_message_id matched an earlier turn
     ahead: int  # open turns ahead of this one when it was accepted
     resumed: bool  # the session was archived and is active again
+
+
+def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
+    """Store what the NLU made of the user's message on it, and announce it."""
+    tx.execute(
+        "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
+        (dumps(data), turn.user_message_id),
+    )
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "intent.classified",
+        {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
+        turn_id=turn.id,
+    )
+
+
+@dataclass(frozen=True)
+class Claimed:
+    turn: Turn
+    user_id: str  # the session's user
+    more: bool  # another turn of the session was queued behind this one
 
 
 def _turn_message(
@@ -152,32 +175,35 @@ class TurnStore(Store):
 
         return await self.transact(accept)
 
-    async def claim_next(self, session_id: str) -> Turn | None:
-        """Mark the oldest queued turn running (unless one already runs) and announce it."""
+    async def claim_next(self, session_id: str, *, answer_waits: bool = False) -> Claimed | None:
+        """Mark the oldest queued turn running (unless one already runs) and announce it.
 
-        def claim(tx: Tx) -> Turn | None:
-            running = tx.one(
-                "SELECT 1 FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
-            )
-            if running is not None:
+        With `answer_waits`, a new message (not a resumed turn) also answers the session's
+        waiting `ask_user` step, in the same transaction."""
+
+        def claim(tx: Tx) -> Claimed | None:
+            rows = tx.execute(
+                "SELECT id, status FROM turns WHERE session_id = ?"
+                " AND status IN ('queued', 'running')"
+                " ORDER BY status = 'running' DESC, number LIMIT 2",
+                (session_id,),
+            ).fetchall()
+            if not rows or rows[0]["status"] == "running":
                 return None
             row = tx.one(
-                "SELECT * FROM turns WHERE session_id = ? AND status = 'queued'"
-                " ORDER BY number LIMIT 1",
-                (session_id,),
+                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
+                (tx.now, rows[0]["id"]),
             )
-            if row is None:
-                return None
+            assert row is not None
             turn = Turn.from_row(row)
-            tx.execute(
-                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ?",
-                (tx.now, turn.id),
-            )
             data = {"turn_id": turn.id, "user_message_id": turn.user_message_id}
             if turn.resume_from_step:
                 data["resumed_from_step"] = turn.resume_from_step
             tx.emit(session_id, turn.tenant_id, "turn.started", data, turn_id=turn.id)
-            return _turn(tx, turn.id)
+            if answer_waits and not turn.resume_from_step:
+                steps.answer_waits(tx, session_id, turn.user_message_id)
+            (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
+            return Claimed(turn, str(user_id), more=len(rows) > 1)
 
         return await self.transact(claim)
 
@@ -308,21 +334,7 @@ class TurnStore(Store):
 
     async def record_understanding(self, turn: Turn, data: dict[str, Any]) -> None:
         """Store what the NLU made of the user's message on it, and announce it."""
-
-        def record(tx: Tx) -> None:
-            tx.execute(
-                "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
-                (dumps(data), turn.user_message_id),
-            )
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "intent.classified",
-                {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
-                turn_id=turn.id,
-            )
-
-        await self.transact(record)
+        await self.transact(lambda tx: record_understanding(tx, turn, data))
 
     async def add_followup(
         self, turn: Turn, text: str, token_estimate: int, metadata: dict[str, Any]

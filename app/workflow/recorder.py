@@ -7,6 +7,7 @@ so a tool call's step and its `tool.*` events move together.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -64,10 +65,18 @@ class StepRecorder:
     _waits: dict[str, Step] = field(default_factory=dict)
     _batch: str | None = None
     _batch_left: set[str] = field(default_factory=set)
+    _pending: list[asyncio.Future[Any]] = field(default_factory=list)
+
+    async def settle(self) -> None:
+        """Wait for the step writes queued without waiting; surface their failure."""
+        pending, self._pending = self._pending, []
+        if pending:
+            await asyncio.gather(*pending)
 
     # -- model calls ----------------------------------------------------------------------------
 
     async def model_started(self, round_no: int, model: str, tools: list[ToolSpec], n: int) -> Step:
+        await self.settle()
         queued, refused = await self.store.enqueue(
             self.turn,
             [
@@ -108,7 +117,8 @@ class StepRecorder:
             result["models"] = route.trace()
             if route.answered_by:
                 named["name"] = route.answered_by
-        await self.store.finish(
+        # Nothing waits on this write: it is stored, in order, with what the turn writes next.
+        finished = self.store.finish_nowait(
             step.id,
             "succeeded",
             result=result,
@@ -118,6 +128,7 @@ class StepRecorder:
             validation={"valid": not problems, "errors": problems},
             **named,
         )
+        self._pending.append(finished)
         metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
 
     async def model_failed(
@@ -141,6 +152,7 @@ class StepRecorder:
     ) -> list[RequestedToolCall]:
         """Queue a step per call (reads of the batch under a batch step); returns the calls that
         did not fit in the queue."""
+        await self.settle()
         parent: str | None = None
         if len(reads) > 1:
             batch, _ = await self.store.enqueue(
