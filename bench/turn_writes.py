@@ -41,21 +41,26 @@ ORDER = "202405201234"  # the demo's shipped order of cust_0001
 CUSTOMER = "cust_0001"
 
 
+_CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "ROLLBACK", "PRAGMA")
+
+
 class _Counted(sqlite3.Connection):
     """Fallback counting for code without `Database.counts()`."""
 
     statements = 0
+    control = 0
     commits = 0
     jobs = 0
     writer = False
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        self.statements += 1
         head = sql.lstrip()[:9].upper()
-        if head.startswith("COMMIT"):
-            self.commits += 1
-        elif head.startswith("SAVEPOINT"):
-            self.jobs += 1
+        if head.startswith(_CONTROL):
+            self.control += 1
+            self.commits += head.startswith("COMMIT")
+            self.jobs += head.startswith("SAVEPOINT")  # that code ran every job in a savepoint
+        else:
+            self.statements += 1
         return super().execute(sql, parameters)
 
 
@@ -80,6 +85,7 @@ def _count_from_outside() -> None:
 @dataclass
 class Counts:
     writes: int = 0
+    control: int = 0
     reads: int = 0
     jobs: int = 0
     commits: int = 0
@@ -90,7 +96,15 @@ class Counts:
         return Counts(*(a - b for a, b in zip(self.row(), other.row(), strict=True)))
 
     def row(self) -> tuple[int, ...]:
-        return (self.writes, self.reads, self.jobs, self.commits, self.events, self.event_bytes)
+        return (
+            self.writes,
+            self.control,
+            self.reads,
+            self.jobs,
+            self.commits,
+            self.events,
+            self.event_bytes,
+        )
 
 
 def _events_in(db_path: Path) -> tuple[int, int]:
@@ -106,11 +120,12 @@ def counts(runtime: Any, db_path: Path) -> Counts:
     db = runtime.db
     if hasattr(db, "counts"):
         c = db.counts()
-        return Counts(c.writes, c.reads, c.jobs, c.commits, events, event_bytes)
+        return Counts(c.writes, c.control, c.reads, c.jobs, c.commits, events, event_bytes)
     mine = [conn for path, conn in _OUTSIDE if Path(path) == db_path]
     writer = [c for c in mine if c.writer]
     return Counts(
         writes=sum(c.statements for c in writer),
+        control=sum(c.control for c in writer),
         # Reader connections also ran their PRAGMAs once at start-up: diffs cancel them out.
         reads=sum(c.statements for c in mine if not c.writer),
         jobs=sum(c.jobs for c in writer),
@@ -219,14 +234,15 @@ async def run(args: argparse.Namespace) -> None:
         f"{args.turns} turns of each kind, sessions of {args.session_turns} turns,"
         f" JSON POSTs, {model}"
     )
-    header = "per turn (mean)    writes  reads  jobs  commits  events  event_bytes   ms"
-    print(header)
+    print(
+        "per turn (mean)   writes control  reads  jobs  commits  events  event_bytes  ms (median)"
+    )
     for kind in kinds:
         n = len(kind.per_turn)
-        means = [sum(c.row()[j] for c in kind.per_turn) / n for j in range(6)]
+        m = [sum(c.row()[j] for c in kind.per_turn) / n for j in range(7)]
         print(
-            f"{kind.name:<16} {means[0]:8.1f} {means[1]:6.1f} {means[2]:5.1f} {means[3]:8.1f}"
-            f" {means[4]:7.1f} {means[5]:12.0f} {statistics.median(kind.seconds) * 1000:5.1f}"
+            f"{kind.name:<16} {m[0]:7.1f} {m[1]:7.1f} {m[2]:6.1f} {m[3]:5.1f} {m[4]:8.1f}"
+            f" {m[5]:7.1f} {m[6]:12.0f} {statistics.median(kind.seconds) * 1000:8.1f}"
         )
     print(f"database growth    {grown / total_turns:8.0f} bytes per turn (checkpointed pages)")
     if profiler is not None:

@@ -93,10 +93,11 @@ class _DatabaseWork(Collector):
         )
         statements = CounterMetricFamily(
             "hermes_db_statements",
-            "SQL statements: on the writer connection (transaction control included), reads.",
+            "SQL statements: run by write jobs, transaction control around them, reads.",
             labels=["kind"],
         )
         statements.add_metric(["write"], total.writes)
+        statements.add_metric(["control"], total.control)
         statements.add_metric(["read"], total.reads)
         yield statements
         yield CounterMetricFamily("hermes_events", "Session events stored.", value=total.events)

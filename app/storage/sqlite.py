@@ -9,8 +9,8 @@ could take back.
 
 Reads go through `aiosqlite` connections opened `query_only`.
 
-`Database.counts()` says how much work went through: statements on the writer connection
-(transaction control included), write jobs, commits, read queries and session events. Each
+`Database.counts()` says how much work went through: statements the write jobs ran (and the
+transaction control around them), write jobs, commits, read queries and session events. Each
 counter is only ever bumped by one thread, so counting costs no lock; benches and tests diff
 two snapshots, and `app.observability.metrics` exports them at scrape time.
 """
@@ -44,7 +44,8 @@ class DbCounts:
 
     commits: int = 0  # write batches committed (group commit: one per batch)
     jobs: int = 0  # write jobs run (each its own transaction or savepoint)
-    writes: int = 0  # statements run on the writer connection, BEGIN/SAVEPOINT/COMMIT included
+    writes: int = 0  # statements the write jobs ran
+    control: int = 0  # transaction control around them: BEGIN, SAVEPOINT, RELEASE, COMMIT...
     reads: int = 0  # read queries through the reader pool
     events: int = 0  # session events appended
     event_bytes: int = 0  # their JSON payloads, in bytes
@@ -124,6 +125,7 @@ class Database:
         self.commits = 0  # batches committed, for metrics and tests
         self._jobs_run = 0
         self._reads = 0
+        self._control_statements = 0
         self._writer: _CountingConnection | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -204,6 +206,7 @@ class Database:
             self._writer = conn
             conn.row_factory = sqlite3.Row
             _configure(conn, self.synchronous, self.busy_timeout_ms)
+            self._control_statements = conn.statements  # the PRAGMAs: not a job's work
         except Exception as exc:  # pragma: no cover - reported to open()
             loop.call_soon_threadsafe(ready.set_exception, exc)
             return
@@ -236,7 +239,7 @@ class Database:
     ) -> list[tuple[_Job[Any], Any, BaseException | None]]:
         outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            self._control(conn, "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
@@ -245,37 +248,42 @@ class Database:
             try:
                 result = job.fn(conn)
             except BaseException as exc:
-                conn.execute("ROLLBACK")
+                self._control(conn, "ROLLBACK")
                 return [(job, None, exc)]
             outcomes.append((job, result, None))
             batch = []
         for job in batch:
-            conn.execute("SAVEPOINT job")
+            self._control(conn, "SAVEPOINT job")
             try:
                 result = job.fn(conn)
             except BaseException as exc:
-                conn.execute("ROLLBACK TO job")
-                conn.execute("RELEASE job")
+                self._control(conn, "ROLLBACK TO job")
+                self._control(conn, "RELEASE job")
                 outcomes.append((job, None, exc))
             else:
-                conn.execute("RELEASE job")
+                self._control(conn, "RELEASE job")
                 outcomes.append((job, result, None))
         try:
-            conn.execute("COMMIT")
+            self._control(conn, "COMMIT")
             self.commits += 1
         except sqlite3.Error as exc:
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                self._control(conn, "ROLLBACK")
             return [(job, None, exc) for job in batch]
         return outcomes
+
+    def _control(self, conn: sqlite3.Connection, sql: str) -> None:
+        self._control_statements += 1
+        conn.execute(sql)
 
     def counts(self) -> DbCounts:
         writer = self._writer
         return DbCounts(
             commits=self.commits,
             jobs=self._jobs_run,
-            writes=writer.statements if writer else 0,
+            writes=writer.statements - self._control_statements if writer else 0,
+            control=self._control_statements,
             reads=self._reads,
             events=writer.events if writer else 0,
             event_bytes=writer.event_bytes if writer else 0,
