@@ -180,8 +180,11 @@ class SessionHistory:
         self.max_sessions = max_sessions
         self._views: OrderedDict[str, SessionView] = OrderedDict()
         self._open: dict[str, SessionView] = {}
-        self.hits = 0  # turns that read only what was new (for tests and benches)
+        # For tests and benches: turns that read only what was new, turns that rebuilt from
+        # the database, and how many messages they read in all.
+        self.hits = 0
         self.rebuilds = 0
+        self.messages_read = 0
 
     def __len__(self) -> int:
         return len(self._views)
@@ -200,6 +203,7 @@ class SessionHistory:
                 after_pk=view.watermark,
                 through_turn=turn.number,
             )
+            self.messages_read += len(rows)
             view.merge(rows)
             view.trim(self.max_messages)
             view.through = turn.number
@@ -217,6 +221,7 @@ class SessionHistory:
             after_turn=snapshot.summarized_turns if snapshot else 0,
             limit=self.max_messages,
         )
+        self.messages_read += len(rows)
         view = SessionView(turn.session_id, snapshot, through=turn.number)
         view.merge(rows)
         # Every message committed before this read has a smaller key than any committed after.
