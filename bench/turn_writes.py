@@ -12,7 +12,8 @@ session's worker is gone, so every count belongs to exactly one turn. Two kinds 
 For a before/after comparison run it against another checkout with that checkout's `app`
 first on the path (`cd /tmp/old && PYTHONPATH=$PWD python /path/to/bench/turn_writes.py`).
 Code without `Database.counts()` is counted from outside: every SQLite connection is opened
-with a counting subclass (a bench may do that; tests never do).
+with a counting subclass (a bench may do that; tests never do). In both, the writer connection
+runs with `wal_autocheckpoint = 0`, so the WAL's growth is the bytes each turn wrote.
 """
 
 from __future__ import annotations
@@ -67,16 +68,22 @@ class _Counted(sqlite3.Connection):
 _OUTSIDE: list[tuple[str, _Counted]] = []
 
 
-def _count_from_outside() -> None:
+def _open_connections_for_the_bench(count: bool) -> None:
+    """The writer connection (the one opened for another thread) never checkpoints, so the
+    WAL's growth is what the turns wrote; with `count`, every connection counts statements."""
     real = sqlite3.connect
 
     def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        if "factory" in kwargs:
-            return real(database, *args, **kwargs)
-        conn = real(database, *args, factory=_Counted, **kwargs)
-        assert isinstance(conn, _Counted)
-        conn.writer = kwargs.get("check_same_thread") is False  # the writer thread's connection
-        _OUTSIDE.append((str(database), conn))
+        writer = kwargs.get("check_same_thread") is False
+        if not count or "factory" in kwargs:
+            conn = real(database, *args, **kwargs)
+        else:
+            conn = real(database, *args, factory=_Counted, **kwargs)
+            assert isinstance(conn, _Counted)
+            conn.writer = writer
+            _OUTSIDE.append((str(database), conn))
+        if writer:
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
         return conn
 
     sqlite3.connect = connect  # type: ignore[assignment]
@@ -91,6 +98,7 @@ class Counts:
     commits: int = 0
     events: int = 0
     event_bytes: int = 0
+    wal_bytes: int = 0
 
     def minus(self, other: Counts) -> Counts:
         return Counts(*(a - b for a, b in zip(self.row(), other.row(), strict=True)))
@@ -104,6 +112,7 @@ class Counts:
             self.commits,
             self.events,
             self.event_bytes,
+            self.wal_bytes,
         )
 
 
@@ -117,10 +126,14 @@ def _events_in(db_path: Path) -> tuple[int, int]:
 
 def counts(runtime: Any, db_path: Path) -> Counts:
     events, event_bytes = _events_in(db_path)
+    wal = db_path.with_name(db_path.name + "-wal")
+    wal_bytes = wal.stat().st_size if wal.exists() else 0
     db = runtime.db
     if hasattr(db, "counts"):
         c = db.counts()
-        return Counts(c.writes, c.control, c.reads, c.jobs, c.commits, events, event_bytes)
+        return Counts(
+            c.writes, c.control, c.reads, c.jobs, c.commits, events, event_bytes, wal_bytes
+        )
     mine = [conn for path, conn in _OUTSIDE if Path(path) == db_path]
     writer = [c for c in mine if c.writer]
     return Counts(
@@ -132,6 +145,7 @@ def counts(runtime: Any, db_path: Path) -> Counts:
         commits=sum(c.commits for c in writer),
         events=events,
         event_bytes=event_bytes,
+        wal_bytes=wal_bytes,
     )
 
 
@@ -235,14 +249,16 @@ async def run(args: argparse.Namespace) -> None:
         f" JSON POSTs, {model}"
     )
     print(
-        "per turn (mean)   writes control  reads  jobs  commits  events  event_bytes  ms (median)"
+        "per turn (mean)   writes control  reads  jobs  commits  events  event_bytes"
+        "  wal_bytes  ms (median)"
     )
     for kind in kinds:
         n = len(kind.per_turn)
-        m = [sum(c.row()[j] for c in kind.per_turn) / n for j in range(7)]
+        m = [sum(c.row()[j] for c in kind.per_turn) / n for j in range(8)]
         print(
             f"{kind.name:<16} {m[0]:7.1f} {m[1]:7.1f} {m[2]:6.1f} {m[3]:5.1f} {m[4]:8.1f}"
-            f" {m[5]:7.1f} {m[6]:12.0f} {statistics.median(kind.seconds) * 1000:8.1f}"
+            f" {m[5]:7.1f} {m[6]:12.0f} {m[7]:10.0f}"
+            f" {statistics.median(kind.seconds) * 1000:12.1f}"
         )
     print(f"database growth    {grown / total_turns:8.0f} bytes per turn (checkpointed pages)")
     if profiler is not None:
@@ -264,8 +280,7 @@ def main() -> None:
     args = parser.parse_args()
     from app.storage.sqlite import Database
 
-    if not hasattr(Database, "counts"):
-        _count_from_outside()
+    _open_connections_for_the_bench(count=not hasattr(Database, "counts"))
     asyncio.run(run(args))
 
 

@@ -3,9 +3,12 @@
 Streamed text is coalesced: the first piece of a reply goes out at once, later pieces are
 gathered and stored as one `message.delta` at most every `flush_s` (or when `_FLUSH_CHARS`
 pile up), and whatever is gathered always goes out before any other event of the turn (its
-`settle`, `emit`, `flush`). A live client still sees the text arrive as it streams, at most
-`flush_s` late; a fast model's reply costs two writes and two events instead of one per piece.
+`settle`, `emit`, `flush`); when the reply is complete, the rest rides with the turn's next
+write (`hold`). A live client still sees the text arrive as it streams, at most `flush_s` late;
+a fast model's reply costs one write and two events instead of a write and an event per piece.
 Every delta is an ordinary event: its own sequence number, stored before it is published.
+
+The turn's writes go through `writes` (`TurnWrites`): held ones ride with the next.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from app.llm.gateway import RequestedToolCall
 from app.storage.approvals import Approval
 from app.storage.records import Event, Turn
-from app.storage.tx import Store, Tx
+from app.storage.tx import Store, TurnWrites, Tx
 from app.tools.results import ToolResult
 
 _FLUSH_CHARS = 4096
@@ -27,6 +30,7 @@ class TurnEmitter:
     def __init__(self, store: Store, turn: Turn, *, flush_s: float = 0.05) -> None:
         self._store = store
         self.turn = turn
+        self.writes = TurnWrites(store)  # every write of the turn goes through these
         self.flush_s = flush_s
         self._pending: list[asyncio.Future[Any]] = []
         self._text: list[str] = []
@@ -59,25 +63,38 @@ class TurnEmitter:
         data = {"turn_id": turn.id, "text": "".join(self._text)}
         self._text, self._chars = [], 0
         self._flushed_at = asyncio.get_running_loop().time()
-        future = self._store.transact_nowait(
+        future = self.writes.send(
             lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
         )
         self._pending.append(future)
         if len(self._pending) > 256:
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
 
-    def later(self, write: Callable[[Tx], object]) -> None:
+    def hold(self) -> None:
+        """The reply is complete: what text is gathered goes out with the turn's next write
+        (the model step's end, the final message), still before it in the log."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._text:
+            turn, data = self.turn, {"turn_id": self.turn.id, "text": "".join(self._text)}
+            self._text, self._chars = [], 0
+            self.writes.hold(
+                lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
+            )
+
+    def send(self, write: Callable[[Tx], object]) -> None:
         """Queue a write of the turn without waiting for it: it is stored after the text
         streamed so far and before anything the turn writes next (one writer, in order);
         `settle()` surfaces its failure."""
         self.flush()
-        self._pending.append(self._store.transact_nowait(write))
+        self._pending.append(self.writes.send(write))
 
     async def emit(self, type: str, data: dict[str, Any]) -> Event:
         turn = self.turn
         payload = {"turn_id": turn.id, **data}
         await self.settle()
-        return await self._store.transact(
+        return await self.writes.now(
             lambda tx: tx.emit(turn.session_id, turn.tenant_id, type, payload, turn.id)
         )
 

@@ -219,8 +219,10 @@ class AgentLoop:
         try:
             try:
                 reply = await collect(tap_route(self.model.stream(request), routes), on_text)
-            finally:
-                run.emitter.flush()  # text gathered so far is stored, also when the stream broke
+            except BaseException:
+                run.emitter.flush()  # the text streamed before the failure is stored first
+                raise
+            run.emitter.hold()  # the rest of the text goes with the next write
             await run.emitter.settle()
         except UpstreamLLMError as exc:
             if run.steps is not None and step is not None:

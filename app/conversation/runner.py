@@ -24,8 +24,8 @@ from app.storage.messages import MessageStore, count_added
 from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
 from app.storage.steps import NewStep, StepStore, TurnRef
-from app.storage.turns import TurnStore, record_understanding
-from app.storage.tx import Tx
+from app.storage.turns import TurnStore, complete_turn, record_understanding, turn_message
+from app.storage.tx import TurnWrites, Tx
 from app.tools.context import TurnScope
 from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry
@@ -52,39 +52,45 @@ class RunnerConfig:
 
 
 class _Transcript:
-    """Records the turn's tool calls and results as messages while the loop runs (and in the
-    session's view, which so never reads them back)."""
+    """Records the turn's tool calls and results as messages while the loop runs. Nothing
+    waits for these writes: each is held and stored with the turn's next one (the next step
+    or the turn's end), and the rows written are kept for the session's view."""
 
-    def __init__(self, turns: TurnStore, turn: Turn, view: SessionView) -> None:
-        self._turns = turns
+    def __init__(self, writes: TurnWrites, turn: Turn) -> None:
+        self._writes = writes
         self._turn = turn
-        self._view = view
+        self.written: list[Message] = []  # filled on the writer thread, as the rows go in
+        self.count = 0
         self.steps: list[dict[str, Any]] = []
         self.results: list[tuple[str, ToolResult]] = []
 
-    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
-        parts = [c.as_message_part() for c in calls]
-        message = await self._turns.append_message(
-            self._turn,
-            role="assistant",
-            content=text or None,
-            tool_calls=parts,
-            token_estimate=estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
+    def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
+        turn, written = self._turn, self.written
+        self._writes.hold(
+            lambda tx: written.append(
+                turn_message(tx, turn, role, content, token_estimate, **extra)
+            )
         )
-        self._view.wrote(message)
+        self.count += 1
+
+    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
+        self._hold(
+            "assistant",
+            text or None,
+            estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
+            tool_calls=[c.as_message_part() for c in calls],
+        )
 
     async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
         content = result.model_content()
-        message = await self._turns.append_message(
-            self._turn,
-            role="tool",
-            content=content,
+        self._hold(
+            "tool",
+            content,
+            estimate_tokens(content),
             tool_call_id=call.id,
             name=call.name,
-            token_estimate=estimate_tokens(content),
             metadata={"status": result.status},
         )
-        self._view.wrote(message)
         self.results.append((call.name, result))
         self.steps.append(
             {
@@ -158,18 +164,23 @@ class TurnRunner:
 
     async def run(self, turn: Turn, user_id: str) -> TurnOutcome:
         view = await self.history.open(turn)
+        emitter = TurnEmitter(self.turns, turn, flush_s=self.config.delta_flush_s)
         try:
-            return await self._run(turn, user_id, view)
+            return await self._run(turn, user_id, view, emitter)
         finally:
+            # Ended early (failed, cancelled): what the turn still held is stored before the
+            # turn's end is; then the next turn rebuilds the session's view from the database.
+            emitter.writes.release()
             self.history.release(view)  # a no-op once the completed turn kept it
 
-    async def _run(self, turn: Turn, user_id: str, view: SessionView) -> TurnOutcome:
+    async def _run(
+        self, turn: Turn, user_id: str, view: SessionView, emitter: TurnEmitter
+    ) -> TurnOutcome:
         snapshot = view.snapshot
         own = view.messages_of(turn.number)
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
-        transcript = _Transcript(self.turns, turn, view)
+        transcript = _Transcript(emitter.writes, turn)
         resume = resume_point(turn, own) if turn.resume_from_step else None
-        emitter = TurnEmitter(self.turns, turn, flush_s=self.config.delta_flush_s)
         recorder = None
         if self.steps is not None:  # (claiming the turn answered a waiting ask_user step)
             recorder = StepRecorder(
@@ -178,6 +189,7 @@ class TurnRunner:
                 emitter,
                 self.config.step_queue_max_depth,
                 self.redactor,
+                writes=emitter.writes,
             )
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
         turns = view.context_turns(leave_open)
@@ -186,8 +198,10 @@ class TurnRunner:
         # history would cost one NLU parse per earlier turn, every turn.
         understanding = self.channel.understand(user_text, flatten(turns[-_UNDERSTAND_TURNS:]))
         if understanding is not None and resume is None:
+            # Held: stored with the turn's next write (a memory event, the model step), which
+            # comes before anything another writer could add to the session's events.
             event = understanding.event()
-            emitter.later(lambda tx: record_understanding(tx, turn, event))
+            emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         extra: list[dict[str, Any]] = []
         note = self.channel.context_note(understanding, earlier_slots)
@@ -202,7 +216,9 @@ class TurnRunner:
             extra += notes
         answer = None
         if self.confirmations is not None and resume is None:
-            answer = await confirmation.resolve(self.confirmations, turn, user_text)
+            answer = await confirmation.resolve(
+                self.confirmations, turn, user_text, before_writing=emitter.writes.release
+            )
         tools = self.channel.tools_for(self.registry.offered(), understanding)
         confirmed = [answer.call] if answer is not None and answer.call is not None else []
         planned = await self.context.build(turn.session_id, snapshot, turns, extra)
@@ -243,8 +259,7 @@ class TurnRunner:
             await self._remember(
                 turn, memory_scope, user_text, outcome.text, transcript, previous_reply
             )
-        if recorder is not None:
-            await recorder.settle()
+        await emitter.settle()
         finished: list[Finished] = []
 
         def at_end(tx: Tx) -> None:
@@ -255,22 +270,31 @@ class TurnRunner:
             # Only this turn's own messages above the watermark: the next turn need not read
             # them back (anything else added meanwhile, it will).
             added = count_added(
-                tx, turn.session_id, after_pk=view.watermark, through_turn=turn.number
+                tx,
+                turn.session_id,
+                after_turn=view.summarized_turns,
+                through_turn=turn.number,
+                after_pk=view.watermark,
             )
-            finished.append(Finished(fields, tx.now, added == len(view.written) + 1))
+            finished.append(Finished(fields, tx.now, added == transcript.count + 1))
 
-        final = await self.turns.complete(
-            turn,
-            text=outcome.text,
-            token_estimate=estimate_tokens(outcome.text),
-            model=outcome.model,
-            rounds=outcome.rounds,
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
-            metadata={"stopped": outcome.stopped, **outcome.metadata},
-            snapshot=at_end,
+        # The turn's end carries what it still holds (the last model step, tool results).
+        final = await emitter.writes.now(
+            lambda tx: complete_turn(
+                tx,
+                turn,
+                text=outcome.text,
+                token_estimate=estimate_tokens(outcome.text),
+                model=outcome.model,
+                rounds=outcome.rounds,
+                prompt_tokens=outcome.prompt_tokens,
+                completion_tokens=outcome.completion_tokens,
+                metadata={"stopped": outcome.stopped, **outcome.metadata},
+                snapshot=at_end,
+            )
         )
-        view.wrote(final)
+        for message in [*transcript.written, final]:
+            view.wrote(message)
         self.history.keep(view, finished[0])
         if self.steps is not None and asks_the_user(outcome.text):
             await self.steps.enqueue(

@@ -97,12 +97,14 @@ def insert_message(
     )
 
 
-def count_added(tx: Tx, session_id: str, *, after_pk: int, through_turn: int) -> int:
-    """How many messages of turns up to `through_turn` have a primary key above `after_pk`."""
+def count_added(
+    tx: Tx, session_id: str, *, after_turn: int, through_turn: int, after_pk: int
+) -> int:
+    """How many messages of turns (after_turn, through_turn] have a key above `after_pk`."""
     (count,) = tx.one(
-        "SELECT COUNT(*) FROM messages INDEXED BY messages_by_session_pk"
-        " WHERE session_id = ? AND pk > ? AND turn_number <= ?",
-        (session_id, after_pk, through_turn),
+        "SELECT COUNT(*) FROM messages WHERE session_id = ? AND turn_number > ?"
+        " AND turn_number <= ? AND pk > ?",
+        (session_id, after_turn, through_turn, after_pk),
     ) or (0,)
     return int(count)
 
@@ -142,25 +144,15 @@ class MessageStore(Store):
         after_pk: int,
         through_turn: int,
     ) -> list[Message]:
-        """What a session cache lacks, in conversation order: every message of turns
-        (known_through, through_turn], and messages of turns (after_turn, known_through] with
-        a primary key above `after_pk` (added to an earlier turn since it was read). Both are
-        index ranges, so the cost follows what is new, not the session's length."""
+        """What a session's cached view lacks, in conversation order: every message of turns
+        (known_through, through_turn], and those of turns (after_turn, known_through] with a
+        key above `after_pk` (added to an earlier turn since it was read). One range of the
+        (session, turn, key) index, filtered on the index itself: only new rows are read."""
         rows = await self.db.fetchall(
             f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
-            " AND turn_number > ? AND turn_number <= ?"
-            f" UNION ALL SELECT {_COLUMNS} FROM messages INDEXED BY messages_by_session_pk"
-            " WHERE session_id = ? AND pk > ? AND turn_number > ? AND turn_number <= ?"
+            " AND turn_number > ? AND turn_number <= ? AND (turn_number > ? OR pk > ?)"
             " ORDER BY turn_number, pk",
-            (
-                session_id,
-                known_through,
-                through_turn,
-                session_id,
-                after_pk,
-                after_turn,
-                known_through,
-            ),
+            (session_id, after_turn, through_turn, known_through, after_pk),
         )
         return [Message.from_row(r) for r in rows]
 

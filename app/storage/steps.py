@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.storage.records import Event, dumps, new_id
+from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
 
 ActionType = Literal["call_tool", "generate_response", "ask_user", "wait_for_event", "batch"]
@@ -142,7 +141,71 @@ def answer_waits(tx: Tx, session_id: str, message_id: str) -> list[Step]:
     return [_announce(tx, Step.from_row(row)) for row in rows]
 
 
-def _finish(tx: Tx, step_id: str, status: StepStatus, trace: dict[str, Any]) -> Step:
+# -- the transitions, as functions of a transaction (a turn may carry several in one) ----------
+
+
+def enqueue_steps(
+    tx: Tx, turn: TurnRef, new: list[NewStep], max_depth: int
+) -> tuple[list[Step], int]:
+    """Queue steps (re-queue ones with the same key); refuse what would pass `max_depth`.
+
+    Returns the queued steps and how many were refused.
+    """
+    (open_now,) = tx.one(
+        "SELECT COUNT(*) FROM steps WHERE session_id = ?"
+        " AND status IN ('queued', 'running')"
+        " AND action_type NOT IN ('ask_user', 'batch')",
+        (turn.session_id,),
+    ) or (0,)
+    room = max(0, max_depth - open_now)
+    queued: list[Step] = []
+    refused = 0
+    for step in new:
+        counts = step.action_type not in ("ask_user", "batch")
+        if counts and room == 0:
+            refused += 1
+            continue
+        room -= 1 if counts else 0
+        running = step.status == "running"
+        row = tx.one(
+            _UPSERT,
+            (
+                new_id("stp"),
+                turn.tenant_id,
+                turn.session_id,
+                turn.turn_id,
+                step.key,
+                turn.turn_id,
+                step.parent_id,
+                step.action_type,
+                step.name,
+                dumps(step.input_context),
+                None if step.expected_output_schema is None else dumps(step.expected_output_schema),
+                step.status,
+                tx.now,
+                step.deadline_at,
+                tx.now if running else None,
+                1 if running else 0,
+            ),
+        )
+        assert row is not None
+        queued.append(_announce(tx, Step.from_row(row)))
+    return queued, refused
+
+
+def start_step(tx: Tx, step_id: str) -> Step:
+    row = tx.one(
+        "UPDATE steps SET status = 'running', started_at = ?, finished_at = NULL,"
+        " attempts = attempts + 1 WHERE id = ? RETURNING *",
+        (tx.now, step_id),
+    )
+    assert row is not None, step_id
+    return _announce(tx, Step.from_row(row))
+
+
+def finish_step(tx: Tx, step_id: str, status: StepStatus, trace: dict[str, Any]) -> Step:
+    """Record the end of a step: `trace` may carry result, error, model, input_tokens,
+    output_tokens, tool_duration_ms, validation."""
     # The watchdog may have got there first (stuck, skipped, timed out): its verdict stands
     # unless the step did succeed.
     where = "" if status == "succeeded" else _NOT_ENDED_BY_WATCHDOG
@@ -154,82 +217,17 @@ class StepStore(Store):
     async def enqueue(
         self, turn: TurnRef, new: list[NewStep], max_depth: int
     ) -> tuple[list[Step], int]:
-        """Queue steps (re-queue ones with the same key); refuse what would pass `max_depth`.
-
-        Returns the queued steps and how many were refused.
-        """
-
-        def enqueue(tx: Tx) -> tuple[list[Step], int]:
-            (open_now,) = tx.one(
-                "SELECT COUNT(*) FROM steps WHERE session_id = ?"
-                " AND status IN ('queued', 'running')"
-                " AND action_type NOT IN ('ask_user', 'batch')",
-                (turn.session_id,),
-            ) or (0,)
-            room = max(0, max_depth - open_now)
-            queued: list[Step] = []
-            refused = 0
-            for step in new:
-                counts = step.action_type not in ("ask_user", "batch")
-                if counts and room == 0:
-                    refused += 1
-                    continue
-                room -= 1 if counts else 0
-                running = step.status == "running"
-                row = tx.one(
-                    _UPSERT,
-                    (
-                        new_id("stp"),
-                        turn.tenant_id,
-                        turn.session_id,
-                        turn.turn_id,
-                        step.key,
-                        turn.turn_id,
-                        step.parent_id,
-                        step.action_type,
-                        step.name,
-                        dumps(step.input_context),
-                        None
-                        if step.expected_output_schema is None
-                        else dumps(step.expected_output_schema),
-                        step.status,
-                        tx.now,
-                        step.deadline_at,
-                        tx.now if running else None,
-                        1 if running else 0,
-                    ),
-                )
-                assert row is not None
-                queued.append(_announce(tx, Step.from_row(row)))
-            return queued, refused
-
-        return await self.transact(enqueue)
+        return await self.transact(lambda tx: enqueue_steps(tx, turn, new, max_depth))
 
     async def start(self, step_id: str) -> Step:
-        def start(tx: Tx) -> Step:
-            row = tx.one(
-                "UPDATE steps SET status = 'running', started_at = ?, finished_at = NULL,"
-                " attempts = attempts + 1 WHERE id = ? RETURNING *",
-                (tx.now, step_id),
-            )
-            assert row is not None, step_id
-            return _announce(tx, Step.from_row(row))
-
-        return await self.transact(start)
+        return await self.transact(lambda tx: start_step(tx, step_id))
 
     async def update(self, step_id: str, **fields: Any) -> Step:
         return await self.transact(lambda tx: _set(tx, step_id, **fields))
 
     async def finish(self, step_id: str, status: StepStatus, **trace: Any) -> Step:
-        """Record the end of a step: `trace` may carry result, error, model, input_tokens,
-        output_tokens, tool_duration_ms, validation."""
-        return await self.transact(lambda tx: _finish(tx, step_id, status, trace))
-
-    def finish_nowait(
-        self, step_id: str, status: StepStatus, **trace: Any
-    ) -> asyncio.Future[tuple[Step, list[Event]]]:
-        """`finish` queued without waiting (the writer keeps order)."""
-        return self.transact_nowait(lambda tx: _finish(tx, step_id, status, trace))
+        """Record the end of a step (see `finish_step`)."""
+        return await self.transact(lambda tx: finish_step(tx, step_id, status, trace))
 
     async def close_open(
         self, turn_id: str, status: StepStatus = "skipped", error: dict[str, Any] | None = None

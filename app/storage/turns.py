@@ -5,6 +5,7 @@ Each transition is one transaction together with the events that announce it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ class Claimed:
     more: bool  # another turn of the session was queued behind this one
 
 
-def _turn_message(
+def turn_message(
     tx: Tx, turn: Turn, role: str, content: str | None, token_estimate: int, **extra: Any
 ) -> Message:
     return insert_message(
@@ -78,6 +79,60 @@ def _turn(tx: Tx, turn_id: str) -> Turn:
     row = tx.one("SELECT * FROM turns WHERE id = ?", (turn_id,))
     assert row is not None
     return Turn.from_row(row)
+
+
+def complete_turn(
+    tx: Tx,
+    turn: Turn,
+    *,
+    text: str,
+    token_estimate: int,
+    model: str | None,
+    rounds: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    metadata: dict[str, Any] | None = None,
+    snapshot: Callable[[Tx], object] | None = None,
+) -> Message:
+    """Store the final assistant message and close the turn.
+
+    `snapshot`, when given, is called with the transaction to update the session snapshot
+    atomically with the turn's end.
+    """
+    message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
+    tx.execute(
+        "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
+        " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
+        " WHERE id = ?",
+        (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
+    )
+    tx.execute(
+        "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
+        (tx.now, tx.now, turn.session_id),
+    )
+    if snapshot is not None:
+        snapshot(tx)
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "message.completed",
+        {"turn_id": turn.id, "message_id": message.id, "text": text},
+        turn_id=turn.id,
+    )
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "turn.completed",
+        {
+            "turn_id": turn.id,
+            "message_id": message.id,
+            "model": model,
+            "rounds": rounds,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        },
+        turn_id=turn.id,
+    )
+    return message
 
 
 class TurnStore(Store):
@@ -220,52 +275,22 @@ class TurnStore(Store):
         metadata: dict[str, Any] | None = None,
         snapshot: Any = None,
     ) -> Message:
-        """Store the final assistant message and close the turn, in one transaction.
-
-        `snapshot`, when given, is called with the transaction to update the session snapshot
-        atomically with the turn's end.
-        """
-
-        def complete(tx: Tx) -> Message:
-            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
-            tx.execute(
-                "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
-                " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
-                " WHERE id = ?",
-                (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
+        """Store the final assistant message and close the turn, in one transaction (see
+        `complete_turn`)."""
+        return await self.transact(
+            lambda tx: complete_turn(
+                tx,
+                turn,
+                text=text,
+                token_estimate=token_estimate,
+                model=model,
+                rounds=rounds,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                metadata=metadata,
+                snapshot=snapshot,
             )
-            tx.execute(
-                "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
-                (tx.now, tx.now, turn.session_id),
-            )
-            if snapshot is not None:
-                snapshot(tx)
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "message.completed",
-                {"turn_id": turn.id, "message_id": message.id, "text": text},
-                turn_id=turn.id,
-            )
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "turn.completed",
-                {
-                    "turn_id": turn.id,
-                    "message_id": message.id,
-                    "model": model,
-                    "rounds": rounds,
-                    "usage": {
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                    },
-                },
-                turn_id=turn.id,
-            )
-            return message
-
-        return await self.transact(complete)
+        )
 
     async def append_message(
         self,
@@ -281,7 +306,7 @@ class TurnStore(Store):
     ) -> Message:
         """Record an intermediate message of a running turn (tool calls and their results)."""
         return await self.transact(
-            lambda tx: _turn_message(
+            lambda tx: turn_message(
                 tx,
                 turn,
                 role,
@@ -343,7 +368,7 @@ class TurnStore(Store):
         to the user went unanswered); announced as `message.completed`."""
 
         def add(tx: Tx) -> Message:
-            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
+            message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
             tx.emit(
                 turn.session_id,
                 turn.tenant_id,

@@ -16,12 +16,14 @@ from app.storage.sqlite import DbCounts
 from tests.conftest import new_session
 
 # Before this was counted and cut (8bfc37a), a plain turn took 16 write jobs, 14 events, ~55
-# statements and 9 reads; an order-status turn 25 jobs, 21 events, ~90 statements.
+# statements and 9 reads; an order-status turn 25 jobs, 21 events, ~90 statements. Now a plain
+# turn's jobs are: accept, claim, the model step's start (carrying the NLU record), the first
+# streamed text, and the turn's end (carrying the rest of the text and the model step's end).
 # Reads: the session's history (two the first time, one later), the confirmation and memory
 # checks, and the JSON answer's wait (the event log, maybe the session's existence, the turn
 # and its message).
-PLAIN = DbCounts(jobs=8, writes=36, reads=8, events=8)
-ORDER_STATUS = DbCounts(jobs=17, writes=59, reads=8, events=15)
+PLAIN = DbCounts(jobs=5, writes=36, reads=8, events=8)
+ORDER_STATUS = DbCounts(jobs=9, writes=59, reads=8, events=15)
 
 
 async def idle(svc: LiveService) -> None:
