@@ -14,22 +14,21 @@ from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
 from app.conversation.tokens import estimate_tokens
+from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
-from app.llm.gateway import RequestedToolCall
 from app.memory.extract import ToolEvidence
 from app.memory.port import TurnMemory
 from app.memory.records import Scope
 from app.storage.confirmations import ConfirmationStore
 from app.storage.messages import MessageStore, count_added
-from app.storage.records import Message, Snapshot, Turn
+from app.storage.records import Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
 from app.storage.steps import NewStep, StepStore, TurnRef
-from app.storage.turns import TurnStore, complete_turn, record_understanding, turn_message
-from app.storage.tx import TurnWrites, Tx
+from app.storage.turns import TurnStore, complete_turn, record_understanding
+from app.storage.tx import Tx
 from app.tools.context import TurnScope
 from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry
-from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.workflow.recorder import StepRecorder
 
@@ -51,77 +50,9 @@ class RunnerConfig:
     ask_user_timeout_s: float = 300.0
 
 
-class _Transcript:
-    """Records the turn's tool calls and results as messages while the loop runs. Nothing
-    waits for these writes: each is held and stored with the turn's next one (the next step
-    or the turn's end), and the rows written are kept for the session's view."""
-
-    def __init__(self, writes: TurnWrites, turn: Turn) -> None:
-        self._writes = writes
-        self._turn = turn
-        self.written: list[Message] = []  # filled on the writer thread, as the rows go in
-        self.count = 0
-        self.steps: list[dict[str, Any]] = []
-        self.results: list[tuple[str, ToolResult]] = []
-
-    def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
-        turn, written = self._turn, self.written
-        self._writes.hold(
-            lambda tx: written.append(
-                turn_message(tx, turn, role, content, token_estimate, **extra)
-            )
-        )
-        self.count += 1
-
-    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
-        self._hold(
-            "assistant",
-            text or None,
-            estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
-            tool_calls=[c.as_message_part() for c in calls],
-        )
-
-    async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
-        content = result.model_content()
-        self._hold(
-            "tool",
-            content,
-            estimate_tokens(content),
-            tool_call_id=call.id,
-            name=call.name,
-            metadata={"status": result.status},
-        )
-        self.results.append((call.name, result))
-        self.steps.append(
-            {
-                "turn": self._turn.number,
-                "tool": call.name,
-                "call_id": call.id,
-                "status": result.status,
-            }
-        )
-
-
 def asks_the_user(text: str) -> bool:
     """A reply that ends in a question waits for the user (an `ask_user` step)."""
     return text.rstrip().endswith(("?", "？"))
-
-
-def resume_point(turn: Turn, history: list[Message]) -> Resume:
-    """What a retried turn already has: its recorded tool rounds and any calls left unanswered."""
-    own = [m for m in history if m.turn_id == turn.id]
-    rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls)
-    answered = {m.tool_call_id for m in own if m.role == "tool"}
-    pending: list[RequestedToolCall] = []
-    for message in reversed(own):
-        if message.role == "assistant" and message.tool_calls:
-            pending = [
-                RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                for c in message.tool_calls
-                if c["id"] not in answered
-            ]
-            break
-    return Resume(pending_calls=pending, rounds_used=rounds)
 
 
 class TurnRunner:
@@ -179,7 +110,7 @@ class TurnRunner:
         snapshot = view.snapshot
         own = view.messages_of(turn.number)
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
-        transcript = _Transcript(emitter.writes, turn)
+        transcript = Transcript(emitter.writes, turn)
         resume = resume_point(turn, own) if turn.resume_from_step else None
         recorder = None
         if self.steps is not None:  # (claiming the turn answered a waiting ask_user step)
@@ -367,7 +298,7 @@ class TurnRunner:
         scope: Scope,
         user_text: str,
         final_text: str,
-        transcript: _Transcript,
+        transcript: Transcript,
         previous: str,
     ) -> None:
         assert self.memory is not None
@@ -388,7 +319,7 @@ class TurnRunner:
         turn: Turn,
         snapshot: Snapshot | None,
         user_text: str,
-        transcript: _Transcript,
+        transcript: Transcript,
         understanding: Understanding | None,
         taint: Taint,
     ) -> dict[str, Any]:
