@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database, note_event
+from app.storage.sqlite import Database, DatabaseClosed, note_event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -136,8 +136,12 @@ class TurnWrites:
 
     def release(self) -> None:
         """Send what is held on its own (the turn ends without another write to carry it)."""
-        if self._held:
+        if not self._held:
+            return
+        try:
             self.send(lambda tx: None).add_done_callback(_log_failure)
+        except DatabaseClosed:  # shutting down: nothing more can be stored
+            log.warning("held writes of an ended turn were dropped: the database is closed")
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:
