@@ -36,6 +36,7 @@ from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
 from app.nlu.types import Parser
+from app.observability import metrics
 from app.resilience.breaker import BreakerPolicy
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
@@ -204,11 +205,13 @@ def preflight(settings: Settings) -> None:
     load_nlu(settings).close()
 
 
-async def _sweep_idle(sessions: SessionStore, settings: Settings) -> None:
+async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
     while True:
         await asyncio.sleep(settings.session_sweep_interval_s)
         try:
-            archived = await sessions.archive_idle(time.time() - settings.session_idle_minutes * 60)
+            archived = await conversation.archive_idle(
+                time.time() - settings.session_idle_minutes * 60
+            )
             if archived:
                 log.info("archived %d idle sessions", len(archived))
         except Exception:
@@ -229,6 +232,7 @@ async def open_runtime(
         )
         await db.open()
         stack.push_async_callback(db.close)
+        stack.callback(metrics.watch_database(db))
         if db.applied_migrations:
             log.info("applied migrations: %s", ", ".join(db.applied_migrations))
 
@@ -297,6 +301,8 @@ async def open_runtime(
                 settings.context_max_messages,
                 step_queue_max_depth=settings.step_queue_max_depth,
                 ask_user_timeout_s=settings.ask_user_timeout_s,
+                context_cache_sessions=settings.context_cache_sessions,
+                delta_flush_s=settings.delta_flush_ms / 1000,
             ),
             steps=steps,
             redactor=executor.redactor,
@@ -345,7 +351,7 @@ async def open_runtime(
             stuck_after_s=settings.step_stuck_after_s,
             interval_s=settings.watchdog_interval_s,
         )
-        background(stack, _sweep_idle(sessions, settings), "idle-sweeper")
+        background(stack, _sweep_idle(conversation, settings), "idle-sweeper")
         background(stack, watchdog.run(), "watchdog")
         yield Runtime(
             settings=settings,

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     turn_timeout_s: float = Field(300.0, gt=0)
     # A hard cap on the messages loaded for one model call; the token budget decides the rest.
     context_max_messages: int = Field(1000, ge=10)
+    # Sessions whose history stays in memory between turns (each holds at most
+    # context_max_messages messages); 0 reads every turn's history from the database.
+    context_cache_sessions: int = Field(512, ge=0)
+    # Streamed text is stored and sent as one message.delta at most this often (the first
+    # piece of a reply at once); 0 stores every piece as its own event.
+    delta_flush_ms: float = Field(50.0, ge=0, le=1000)
 
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)

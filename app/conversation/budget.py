@@ -69,9 +69,15 @@ class ContextTurn:
     number: int
     messages: list[dict[str, Any]]
 
+    # Computed once per turn object: a session's cached history (app.conversation.history)
+    # hands the same objects to every later turn's plan.
     @functools.cached_property
     def tokens(self) -> int:
         return sum(estimate_message(m) for m in self.messages)
+
+    @functools.cached_property
+    def anchor(self) -> bool:
+        return is_anchor(self.user_text)
 
     @property
     def user_text(self) -> str:
@@ -165,10 +171,12 @@ def plan_context(
     fixed_tokens = sum(estimate_message(m) for m in fixed)
     keep = min(cfg.keep_turns, len(turns))
     older, recent = list(turns[: len(turns) - keep]), list(turns[len(turns) - keep :])
-    full = fixed_tokens + sum(t.tokens for t in turns)
+    kept_tokens = sum(t.tokens for t in older)
+    recent_tokens = sum(t.tokens for t in recent)
+    full = fixed_tokens + kept_tokens + recent_tokens
     usage = full / budget
 
-    anchors = [i for i, t in enumerate(turns) if is_anchor(t.user_text)]
+    anchors = [i for i, t in enumerate(turns) if t.anchor]
     protected = {j for i in anchors for j in (i - 1, i, i + 1) if 0 <= j < len(turns)}
 
     folding: list[ContextTurn] = []
@@ -186,27 +194,29 @@ def plan_context(
     kept = dict(enumerate(older))
     pruned = 0
 
-    def total() -> int:
-        return fixed_tokens + sum(t.tokens for t in kept.values()) + sum(t.tokens for t in recent)
-
     for i in list(kept):
-        if total() <= target:
+        if fixed_tokens + kept_tokens + recent_tokens <= target:
             break
+        before = kept[i].tokens
         kept[i], n = _stubbed(kept[i], cfg.stub_chars)
+        kept_tokens += kept[i].tokens - before
         pruned += n
     for pass_protected in (False, True):
         for i in list(kept):
-            if total() <= target:
+            if fixed_tokens + kept_tokens + recent_tokens <= target:
                 break
             if (i in protected) == pass_protected:
-                del kept[i]
-    if total() > budget:  # last resort: stub tool output in recent turns but the current one
+                kept_tokens -= kept.pop(i).tokens
+    if fixed_tokens + kept_tokens + recent_tokens > budget:
+        # Last resort: stub tool output in recent turns but the current one.
         for j in range(len(recent) - 1):
             recent[j], n = _stubbed(recent[j], cfg.stub_chars)
             pruned += n
+        recent_tokens = sum(t.tokens for t in recent)
     messages = fixed + [m for i in sorted(kept) for m in kept[i].messages]
     messages += [m for t in recent for m in t.messages]
-    tokens = sum(estimate_message(m) for m in messages)
+    # Each turn's messages are counted once, by the turn: the same sum as over `messages`.
+    tokens = fixed_tokens + kept_tokens + recent_tokens
     return ContextPlan(
         messages=messages,
         tokens=tokens,

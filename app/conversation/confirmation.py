@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
@@ -90,10 +91,18 @@ class Resolution:
     reply_kind: Literal["declined", "expired"] | None = None
 
 
-async def resolve(store: ConfirmationStore, turn: Turn, user_text: str) -> Resolution | None:
+async def resolve(
+    store: ConfirmationStore,
+    turn: Turn,
+    user_text: str,
+    before_writing: Callable[[], object] = lambda: None,
+) -> Resolution | None:
+    """`before_writing` runs before a confirmation is resolved (a write with its event): the
+    turn sends what it holds, so its events keep their order."""
     pending = await store.pending(turn.session_id)
     if pending is None:
         return None
+    before_writing()
     answer = classify(user_text)
     if answer is Answer.OTHER:
         await store.resolve(pending.id, "superseded", turn.id)

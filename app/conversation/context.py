@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import Any
 
@@ -80,6 +81,15 @@ def flatten(turns: list[ContextTurn]) -> list[dict[str, Any]]:
     return [m for t in turns for m in t.messages]
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What one model call sees, and the snapshot as it stands after planning it (a new
+    version when old turns were folded into the summary)."""
+
+    messages: list[dict[str, Any]]
+    snapshot: Snapshot | None
+
+
 class ContextBuilder:
     """Plans each model call within the budget; folds old turns into the snapshot's summary
     (a new version) before the window fills."""
@@ -102,7 +112,7 @@ class ContextBuilder:
         snapshot: Snapshot | None,
         turns: list[ContextTurn],
         extra: list[dict[str, Any]],
-    ) -> list[dict[str, Any]]:
+    ) -> Planned:
         goal = snapshot.active_goal if snapshot else None
         summary = snapshot.summary if snapshot else ""
         version = snapshot.summary_version if snapshot else 0
@@ -117,12 +127,14 @@ class ContextBuilder:
         )
         if plan.summarize:
             folded = await fold(plan, summary, turns, self.summarizer, self.config)
-            await self.snapshots.update(
-                session_id,
-                summary=folded.summary,
-                summary_version=folded.summary_version,
-                summarized_turns=folded.summarized_turns,
-            )
+            fields: dict[str, Any] = {
+                "summary": folded.summary,
+                "summary_version": folded.summary_version,
+                "summarized_turns": folded.summarized_turns,
+            }
+            await self.snapshots.update(session_id, **fields)
+            if snapshot is not None:
+                snapshot = replace(snapshot, **fields)
             log.info(
                 "folded turns up to %d into summary v%d",
                 folded.summarized_turns,
@@ -137,4 +149,6 @@ class ContextBuilder:
                 config=self.config,
                 extra=extra,
             )
-        return plan.messages
+        # Turns' messages are shared with the session's cached history: the model call (and
+        # whatever a provider library does to its input) gets copies.
+        return Planned([dict(m) for m in plan.messages], snapshot)

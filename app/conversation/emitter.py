@@ -1,43 +1,105 @@
-"""Events of one running turn: text deltas queued in order without waiting, the rest awaited."""
+"""Events of one running turn: text deltas queued in order without waiting, the rest awaited.
+
+Streamed text is coalesced: the first piece of a reply goes out at once, later pieces are
+gathered and stored as one `message.delta` at most every `flush_s` (or when `_FLUSH_CHARS`
+pile up), and whatever is gathered always goes out before any other event of the turn (its
+`settle`, `emit`, `flush`); when the reply is complete, the rest rides with the turn's next
+write (`hold`). A live client still sees the text arrive as it streams, at most `flush_s` late;
+a fast model's reply costs one write and two events instead of a write and an event per piece.
+Every delta is an ordinary event: its own sequence number, stored before it is published.
+
+The turn's writes go through `writes` (`TurnWrites`): held ones ride with the next.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from app.llm.gateway import RequestedToolCall
 from app.storage.approvals import Approval
 from app.storage.records import Event, Turn
-from app.storage.tx import Store
+from app.storage.tx import Store, TurnWrites, Tx
 from app.tools.results import ToolResult
+
+_FLUSH_CHARS = 4096
 
 
 class TurnEmitter:
-    def __init__(self, store: Store, turn: Turn) -> None:
+    def __init__(self, store: Store, turn: Turn, *, flush_s: float = 0.05) -> None:
         self._store = store
         self.turn = turn
+        self.writes = TurnWrites(store)  # every write of the turn goes through these
+        self.flush_s = flush_s
         self._pending: list[asyncio.Future[Any]] = []
+        self._text: list[str] = []
+        self._chars = 0
+        self._flushed_at = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
 
     def delta(self, text: str) -> None:
-        """Queue a `message.delta`; the writer keeps order, `settle()` surfaces failures."""
+        """Stream a piece of the reply (see the module docstring for when it is stored)."""
+        if not text:
+            return
+        self._text.append(text)
+        self._chars += len(text)
+        loop = asyncio.get_running_loop()
+        due = self._flushed_at + self.flush_s
+        if loop.time() >= due or self._chars >= _FLUSH_CHARS:
+            self.flush()
+        elif self._timer is None:
+            self._timer = loop.call_at(due, self.flush)
+
+    def flush(self) -> None:
+        """Queue what text is gathered as one `message.delta`; the writer keeps order and
+        `settle()` surfaces failures."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._text:
+            return
         turn = self.turn
-        data = {"turn_id": turn.id, "text": text}
-        future = self._store.transact_nowait(
+        data = {"turn_id": turn.id, "text": "".join(self._text)}
+        self._text, self._chars = [], 0
+        self._flushed_at = asyncio.get_running_loop().time()
+        future = self.writes.send(
             lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
         )
         self._pending.append(future)
         if len(self._pending) > 256:
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
 
+    def hold(self) -> None:
+        """The reply is complete: what text is gathered goes out with the turn's next write
+        (the model step's end, the final message), still before it in the log."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._text:
+            turn, data = self.turn, {"turn_id": self.turn.id, "text": "".join(self._text)}
+            self._text, self._chars = [], 0
+            self.writes.hold(
+                lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
+            )
+
+    def send(self, write: Callable[[Tx], object]) -> None:
+        """Queue a write of the turn without waiting for it: it is stored after the text
+        streamed so far and before anything the turn writes next (one writer, in order);
+        `settle()` surfaces its failure."""
+        self.flush()
+        self._pending.append(self.writes.send(write))
+
     async def emit(self, type: str, data: dict[str, Any]) -> Event:
         turn = self.turn
         payload = {"turn_id": turn.id, **data}
         await self.settle()
-        return await self._store.transact(
+        return await self.writes.now(
             lambda tx: tx.emit(turn.session_id, turn.tenant_id, type, payload, turn.id)
         )
 
     async def settle(self) -> None:
+        self.flush()
         pending, self._pending = self._pending, []
         if pending:
             await asyncio.gather(*pending)

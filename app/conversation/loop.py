@@ -217,7 +217,12 @@ class AgentLoop:
             )
         routes: list[ModelRoute] = []  # which of the configured models answered
         try:
-            reply = await collect(tap_route(self.model.stream(request), routes), on_text)
+            try:
+                reply = await collect(tap_route(self.model.stream(request), routes), on_text)
+            except BaseException:
+                run.emitter.flush()  # the text streamed before the failure is stored first
+                raise
+            run.emitter.hold()  # the rest of the text goes with the next write
             await run.emitter.settle()
         except UpstreamLLMError as exc:
             if run.steps is not None and step is not None:

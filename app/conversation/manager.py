@@ -67,6 +67,10 @@ class TurnManager:
         worker = self._workers.get(session_id)
         return worker.current if worker else None
 
+    def forget(self, session_id: str) -> None:
+        """The session's cached history is stale or no longer needed."""
+        self.runner.forget(session_id)
+
     def active_sessions(self) -> int:
         return len(self._workers)
 
@@ -74,14 +78,19 @@ class TurnManager:
         try:
             while not self._closing:
                 worker.dirty = False
-                turn = await self.turns.claim_next(session_id)
-                if turn is None:
+                claimed = await self.turns.claim_next(
+                    session_id, answer_waits=self.steps is not None
+                )
+                if claimed is None:
                     if worker.dirty:
                         continue
                     return
+                turn = claimed.turn
                 worker.current = turn
                 worker.abort = None
-                worker.turn_task = asyncio.create_task(self._run(turn, worker), name=turn.id)
+                worker.turn_task = asyncio.create_task(
+                    self._run(turn, claimed.user_id, worker), name=turn.id
+                )
                 try:
                     await asyncio.shield(worker.turn_task)
                 except asyncio.CancelledError:
@@ -91,6 +100,10 @@ class TurnManager:
                 finally:
                     worker.current = None
                     worker.turn_task = None
+                # Nothing was queued behind this turn and nothing has been accepted since
+                # (`wake` would have said so): no need to ask the database again.
+                if not claimed.more and not worker.dirty:
+                    return
         finally:
             if self._workers.get(session_id) is worker:
                 del self._workers[session_id]
@@ -105,17 +118,14 @@ class TurnManager:
                 return True
         return False
 
-    async def _run(self, turn: Turn, worker: _Worker) -> None:
+    async def _run(self, turn: Turn, user_id: str, worker: _Worker) -> None:
         started = asyncio.get_running_loop().time()
         status = "failed"
         try:
-            session = await self.sessions.find(turn.tenant_id, turn.session_id)
-            if session is None:
-                return  # deleted while queued
             async with asyncio.timeout(self.turn_timeout_s) as limit:
                 token = deadline.bind(limit)
                 try:
-                    await self.runner.run(turn, session.user_id)
+                    await self.runner.run(turn, user_id)
                 finally:
                     deadline.unbind(token)
             status = "completed"

@@ -9,26 +9,26 @@ from typing import Any
 
 from app.conversation import confirmation
 from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
-from app.conversation.context import ContextBuilder, flatten, group_turns
+from app.conversation.context import ContextBuilder, flatten
 from app.conversation.emitter import TurnEmitter
+from app.conversation.history import Finished, SessionHistory, SessionView
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
 from app.conversation.tokens import estimate_tokens
+from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
-from app.llm.gateway import RequestedToolCall
 from app.memory.extract import ToolEvidence
 from app.memory.port import TurnMemory
 from app.memory.records import Scope
 from app.storage.confirmations import ConfirmationStore
-from app.storage.messages import MessageStore
-from app.storage.records import Message, Snapshot, Turn
+from app.storage.messages import MessageStore, count_added
+from app.storage.records import Snapshot, Turn
 from app.storage.snapshots import SnapshotStore, update_snapshot
 from app.storage.steps import NewStep, StepStore, TurnRef
-from app.storage.turns import TurnStore
+from app.storage.turns import TurnStore, complete_turn, record_understanding
 from app.storage.tx import Tx
 from app.tools.context import TurnScope
 from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry
-from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.workflow.recorder import StepRecorder
 
@@ -45,70 +45,14 @@ class RunnerConfig:
     system_prompt: str
     max_messages: int = 1000
     step_queue_max_depth: int = 50
+    context_cache_sessions: int = 512
+    delta_flush_s: float = 0.05
     ask_user_timeout_s: float = 300.0
-
-
-class _Transcript:
-    """Records the turn's tool calls and results as messages while the loop runs."""
-
-    def __init__(self, turns: TurnStore, turn: Turn) -> None:
-        self._turns = turns
-        self._turn = turn
-        self.steps: list[dict[str, Any]] = []
-        self.results: list[tuple[str, ToolResult]] = []
-
-    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
-        parts = [c.as_message_part() for c in calls]
-        await self._turns.append_message(
-            self._turn,
-            role="assistant",
-            content=text or None,
-            tool_calls=parts,
-            token_estimate=estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
-        )
-
-    async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
-        content = result.model_content()
-        await self._turns.append_message(
-            self._turn,
-            role="tool",
-            content=content,
-            tool_call_id=call.id,
-            name=call.name,
-            token_estimate=estimate_tokens(content),
-            metadata={"status": result.status},
-        )
-        self.results.append((call.name, result))
-        self.steps.append(
-            {
-                "turn": self._turn.number,
-                "tool": call.name,
-                "call_id": call.id,
-                "status": result.status,
-            }
-        )
 
 
 def asks_the_user(text: str) -> bool:
     """A reply that ends in a question waits for the user (an `ask_user` step)."""
     return text.rstrip().endswith(("?", "？"))
-
-
-def resume_point(turn: Turn, history: list[Message]) -> Resume:
-    """What a retried turn already has: its recorded tool rounds and any calls left unanswered."""
-    own = [m for m in history if m.turn_id == turn.id]
-    rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls)
-    answered = {m.tool_call_id for m in own if m.role == "tool"}
-    pending: list[RequestedToolCall] = []
-    for message in reversed(own):
-        if message.role == "assistant" and message.tool_calls:
-            pending = [
-                RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                for c in message.tool_calls
-                if c["id"] not in answered
-            ]
-            break
-    return Resume(pending_calls=pending, rounds_used=rounds)
 
 
 class TurnRunner:
@@ -131,6 +75,12 @@ class TurnRunner:
         self.context = context or ContextBuilder(
             snapshots, config.system_prompt, BudgetConfig(), ExtractiveSummarizer()
         )
+        self.history = SessionHistory(
+            messages,
+            snapshots,
+            max_messages=config.max_messages,
+            max_sessions=config.context_cache_sessions,
+        )
         self.memory = memory
         self.confirmations = confirmations
         self.channel = channel or DualChannel(None, 1.0)
@@ -144,35 +94,45 @@ class TurnRunner:
         self.config = config
 
     async def run(self, turn: Turn, user_id: str) -> TurnOutcome:
-        snapshot = await self.snapshots.get(turn.session_id)
-        history = await self.messages.for_context(
-            turn.session_id,
-            through_turn=turn.number,
-            after_turn=snapshot.summarized_turns if snapshot else 0,
-            limit=self.config.max_messages,
-        )
-        user_text = next((m.content or "" for m in history if m.id == turn.user_message_id), "")
-        transcript = _Transcript(self.turns, turn)
-        resume = resume_point(turn, history) if turn.resume_from_step else None
-        emitter = TurnEmitter(self.turns, turn)
+        view = await self.history.open(turn)
+        emitter = TurnEmitter(self.turns, turn, flush_s=self.config.delta_flush_s)
+        try:
+            return await self._run(turn, user_id, view, emitter)
+        finally:
+            # Ended early (failed, cancelled): what the turn still held is stored before the
+            # turn's end is; then the next turn rebuilds the session's view from the database.
+            emitter.writes.release()
+            self.history.release(view)  # a no-op once the completed turn kept it
+
+    async def _run(
+        self, turn: Turn, user_id: str, view: SessionView, emitter: TurnEmitter
+    ) -> TurnOutcome:
+        snapshot = view.snapshot
+        own = view.messages_of(turn.number)
+        user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
+        transcript = Transcript(emitter.writes, turn)
+        resume = resume_point(turn, own) if turn.resume_from_step else None
         recorder = None
-        if self.steps is not None:
-            if resume is None:
-                await self.steps.answer_ask_user(turn.session_id, turn.user_message_id)
+        if self.steps is not None:  # (claiming the turn answered a waiting ask_user step)
             recorder = StepRecorder(
                 self.steps,
                 TurnRef(turn.tenant_id, turn.session_id, turn.id),
                 emitter,
                 self.config.step_queue_max_depth,
                 self.redactor,
+                writes=emitter.writes,
             )
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
-        turns = group_turns(history, leave_open=leave_open)
+        turns = view.context_turns(leave_open)
+        previous_reply = view.previous_reply(turn.number)
         # Continuation only looks back a few turns (a question and its answer); reading the whole
         # history would cost one NLU parse per earlier turn, every turn.
         understanding = self.channel.understand(user_text, flatten(turns[-_UNDERSTAND_TURNS:]))
         if understanding is not None and resume is None:
-            await self.turns.record_understanding(turn, understanding.event())
+            # Held: stored with the turn's next write (a memory event, the model step), which
+            # comes before anything another writer could add to the session's events.
+            event = understanding.event()
+            emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         extra: list[dict[str, Any]] = []
         note = self.channel.context_note(understanding, earlier_slots)
@@ -187,11 +147,16 @@ class TurnRunner:
             extra += notes
         answer = None
         if self.confirmations is not None and resume is None:
-            answer = await confirmation.resolve(self.confirmations, turn, user_text)
+            answer = await confirmation.resolve(
+                self.confirmations, turn, user_text, before_writing=emitter.writes.release
+            )
         tools = self.channel.tools_for(self.registry.offered(), understanding)
         confirmed = [answer.call] if answer is not None and answer.call is not None else []
+        planned = await self.context.build(turn.session_id, snapshot, turns, extra)
+        if planned.snapshot is not snapshot:
+            view.fold(planned.snapshot)
         run = TurnRun(
-            messages=await self.context.build(turn.session_id, snapshot, turns, extra),
+            messages=planned.messages,
             tools=tools,
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
@@ -222,20 +187,46 @@ class TurnRunner:
         else:
             outcome = await self.loop.run(run)
         if self.memory is not None:  # before the turn ends: what is acknowledged is stored
-            await self._remember(turn, memory_scope, user_text, outcome.text, transcript, history)
-        await self.turns.complete(
-            turn,
-            text=outcome.text,
-            token_estimate=estimate_tokens(outcome.text),
-            model=outcome.model,
-            rounds=outcome.rounds,
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
-            metadata={"stopped": outcome.stopped, **outcome.metadata},
-            snapshot=lambda tx: self._update_snapshot(
-                tx, turn, snapshot, user_text, transcript, understanding, run.policy.taint
-            ),
+            await self._remember(
+                turn, memory_scope, user_text, outcome.text, transcript, previous_reply
+            )
+        await emitter.settle()
+        finished: list[Finished] = []
+
+        def at_end(tx: Tx) -> None:
+            fields = self._snapshot_fields(
+                turn, view.snapshot, user_text, transcript, understanding, run.policy.taint
+            )
+            update_snapshot(tx, turn.session_id, **fields)
+            # Only this turn's own messages above the watermark: the next turn need not read
+            # them back (anything else added meanwhile, it will).
+            added = count_added(
+                tx,
+                turn.session_id,
+                after_turn=view.summarized_turns,
+                through_turn=turn.number,
+                after_pk=view.watermark,
+            )
+            finished.append(Finished(fields, tx.now, added == transcript.count + 1))
+
+        # The turn's end carries what it still holds (the last model step, tool results).
+        final = await emitter.writes.now(
+            lambda tx: complete_turn(
+                tx,
+                turn,
+                text=outcome.text,
+                token_estimate=estimate_tokens(outcome.text),
+                model=outcome.model,
+                rounds=outcome.rounds,
+                prompt_tokens=outcome.prompt_tokens,
+                completion_tokens=outcome.completion_tokens,
+                metadata={"stopped": outcome.stopped, **outcome.metadata},
+                snapshot=at_end,
+            )
         )
+        for message in [*transcript.written, final]:
+            view.wrote(message)
+        self.history.keep(view, finished[0])
         if self.steps is not None and asks_the_user(outcome.text):
             await self.steps.enqueue(
                 TurnRef(turn.tenant_id, turn.session_id, turn.id),
@@ -252,6 +243,10 @@ class TurnRunner:
                 self.config.step_queue_max_depth,
             )
         return outcome
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's cached history (deleted, archived or resumed)."""
+        self.history.forget(session_id)
 
     async def _confirmed_before(self, turn: Turn, resume: Resume | None) -> frozenset[str]:
         """A retried turn keeps the confirmations its customer already gave."""
@@ -303,18 +298,10 @@ class TurnRunner:
         scope: Scope,
         user_text: str,
         final_text: str,
-        transcript: _Transcript,
-        history: list[Message],
+        transcript: Transcript,
+        previous: str,
     ) -> None:
         assert self.memory is not None
-        previous = next(
-            (
-                m.content or ""
-                for m in reversed(history)
-                if m.role == "assistant" and m.turn_number < turn.number and m.content
-            ),
-            "",
-        )
         try:
             await self.memory.after_turn(
                 scope,
@@ -328,15 +315,14 @@ class TurnRunner:
             log.exception("memory extraction failed")
 
     @staticmethod
-    def _update_snapshot(
-        tx: Tx,
+    def _snapshot_fields(
         turn: Turn,
         snapshot: Snapshot | None,
         user_text: str,
-        transcript: _Transcript,
+        transcript: Transcript,
         understanding: Understanding | None,
         taint: Taint,
-    ) -> None:
+    ) -> dict[str, Any]:
         fields: dict[str, Any] = {}
         if snapshot is None or not snapshot.active_goal:
             fields["active_goal"] = user_text[:_GOAL_CHARS]
@@ -353,4 +339,4 @@ class TurnRunner:
             slots.update({s.name: s.value for s in understanding.result.slots})
             state["slots"] = slots
         fields["state"] = state
-        update_snapshot(tx, turn.session_id, **fields)
+        return fields

@@ -79,7 +79,15 @@ class ConversationService:
         await self.manager.cancel(session_id, "session_deleted", "the session was deleted")
         if not await self.sessions.delete(principal.tenant_id, session_id):
             raise SessionNotFound("no such session", session_id=session_id)
+        self.manager.forget(session_id)
         self.bus.close_session(session_id)
+
+    async def archive_idle(self, cutoff: float) -> list[str]:
+        """Archive sessions idle since before `cutoff`; their histories leave memory."""
+        archived = await self.sessions.archive_idle(cutoff)
+        for session_id in archived:
+            self.manager.forget(session_id)
+        return archived
 
     async def list_messages(
         self, principal: Principal, session_id: str, *, cursor: str | None, limit: int
@@ -108,6 +116,8 @@ class ConversationService:
         )
         if accepted is None:
             raise SessionNotFound("no such session", session_id=session_id)
+        if accepted.resumed:
+            self.manager.forget(session_id)
         if accepted.created:
             self.manager.wake(session_id)
         return accepted

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.storage.sqlite import Database, DbCounts
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -44,7 +50,6 @@ SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY
 )
-DB_COMMITS = Counter("hermes_db_commits_total", "Write batches committed.", registry=REGISTRY)
 STEPS = Counter(
     "hermes_steps_total",
     "Steps finished, by action type and status.",
@@ -54,3 +59,53 @@ STEPS = Counter(
 STUCK_STEPS = Counter(
     "hermes_steps_stuck_total", "Steps the watchdog found running too long.", registry=REGISTRY
 )
+
+
+class _DatabaseWork(Collector):
+    """What the databases did (`Database.counts`), read at scrape time so counting costs
+    the writer thread nothing: write batches committed (`hermes_db_commits_total`), write
+    jobs, statements by kind, session events and their bytes."""
+
+    def __init__(self) -> None:
+        self._open: list[Database] = []
+        self._closed = DbCounts()
+
+    def watch(self, db: Database) -> Callable[[], None]:
+        """Export `db`'s counts; the returned callable stops (the totals stay counted)."""
+        self._open.append(db)
+
+        def stop() -> None:
+            if db in self._open:
+                self._open.remove(db)
+                self._closed = self._closed + db.counts()
+
+        return stop
+
+    def collect(self) -> Iterator[Metric]:
+        total = self._closed
+        for db in self._open:
+            total = total + db.counts()
+        yield CounterMetricFamily(
+            "hermes_db_commits", "Write batches committed.", value=total.commits
+        )
+        yield CounterMetricFamily(
+            "hermes_db_jobs", "Write jobs run (each its own savepoint).", value=total.jobs
+        )
+        statements = CounterMetricFamily(
+            "hermes_db_statements",
+            "SQL statements: run by write jobs, transaction control around them, reads.",
+            labels=["kind"],
+        )
+        statements.add_metric(["write"], total.writes)
+        statements.add_metric(["control"], total.control)
+        statements.add_metric(["read"], total.reads)
+        yield statements
+        yield CounterMetricFamily("hermes_events", "Session events stored.", value=total.events)
+        yield CounterMetricFamily(
+            "hermes_event_bytes", "Bytes of stored session event payloads.", value=total.event_bytes
+        )
+
+
+_DATABASE_WORK = _DatabaseWork()
+REGISTRY.register(_DATABASE_WORK)
+watch_database = _DATABASE_WORK.watch

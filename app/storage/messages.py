@@ -97,6 +97,18 @@ def insert_message(
     )
 
 
+def count_added(
+    tx: Tx, session_id: str, *, after_turn: int, through_turn: int, after_pk: int
+) -> int:
+    """How many messages of turns (after_turn, through_turn] have a key above `after_pk`."""
+    (count,) = tx.one(
+        "SELECT COUNT(*) FROM messages WHERE session_id = ? AND turn_number > ?"
+        " AND turn_number <= ? AND pk > ?",
+        (session_id, after_turn, through_turn, after_pk),
+    ) or (0,)
+    return int(count)
+
+
 class MessageStore(Store):
     async def page(
         self, tenant_id: str, session_id: str, *, cursor: str | None = None, limit: int = 100
@@ -120,6 +132,27 @@ class MessageStore(Store):
             " AND turn_number > ? AND turn_number <= ? ORDER BY turn_number DESC, pk DESC"
             " LIMIT ?) ORDER BY turn_number, pk",
             (session_id, after_turn, through_turn, limit),
+        )
+        return [Message.from_row(r) for r in rows]
+
+    async def added(
+        self,
+        session_id: str,
+        *,
+        after_turn: int,
+        known_through: int,
+        after_pk: int,
+        through_turn: int,
+    ) -> list[Message]:
+        """What a session's cached view lacks, in conversation order: every message of turns
+        (known_through, through_turn], and those of turns (after_turn, known_through] with a
+        key above `after_pk` (added to an earlier turn since it was read). One range of the
+        (session, turn, key) index, filtered on the index itself: only new rows are read."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+            " AND turn_number > ? AND turn_number <= ? AND (turn_number > ? OR pk > ?)"
+            " ORDER BY turn_number, pk",
+            (session_id, after_turn, through_turn, known_through, after_pk),
         )
         return [Message.from_row(r) for r in rows]
 

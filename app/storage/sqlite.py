@@ -1,12 +1,18 @@
 """SQLite in WAL mode: one writer thread with group commit, separate read connections.
 
 All writes go through `Database.write(fn)`: `fn(conn)` runs on the single writer thread inside
-`BEGIN IMMEDIATE`, in a savepoint of its own, and whatever jobs queued up meanwhile commit
-together (one fsync at most, one thread hop). A job's `on_commit` callback runs on the event
-loop after the commit, in commit order, before its awaiting caller resumes: publishing an event
-there means nobody ever sees an event that a crash could take back.
+`BEGIN IMMEDIATE`, in a savepoint of its own when others share the transaction, and whatever
+jobs queued up meanwhile commit together (one fsync at most, one thread hop). A job's
+`on_commit` callback runs on the event loop after the commit, in commit order, before its
+awaiting caller resumes: publishing an event there means nobody ever sees an event that a crash
+could take back.
 
 Reads go through `aiosqlite` connections opened `query_only`.
+
+`Database.counts()` says how much work went through: statements the write jobs ran (and the
+transaction control around them), write jobs, commits, read queries and session events. Each
+counter is only ever bumped by one thread, so counting costs no lock; benches and tests diff
+two snapshots, and `app.observability.metrics` exports them at scrape time.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -30,6 +36,49 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class DbCounts:
+    """Work done by one database since it opened (see `Database.counts`)."""
+
+    commits: int = 0  # write batches committed (group commit: one per batch)
+    jobs: int = 0  # write jobs run (each its own transaction or savepoint)
+    writes: int = 0  # statements the write jobs ran
+    control: int = 0  # transaction control around them: BEGIN, SAVEPOINT, RELEASE, COMMIT...
+    reads: int = 0  # read queries through the reader pool
+    events: int = 0  # session events appended
+    event_bytes: int = 0  # their JSON payloads, in bytes
+
+    def __sub__(self, other: DbCounts) -> DbCounts:
+        return DbCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(DbCounts)))
+
+    def __add__(self, other: DbCounts) -> DbCounts:
+        return DbCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(DbCounts)))
+
+
+class _CountingConnection(sqlite3.Connection):
+    """The writer connection: counts the statements it runs and the events appended on it."""
+
+    statements = 0
+    events = 0
+    event_bytes = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self.statements += 1
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        rows = list(parameters)
+        self.statements += len(rows)
+        return super().executemany(sql, rows)
+
+
+def note_event(conn: sqlite3.Connection, payload_bytes: int) -> None:
+    """Count a session event appended on `conn` (a plain connection is not counted)."""
+    if isinstance(conn, _CountingConnection):
+        conn.events += 1
+        conn.event_bytes += payload_bytes
 
 
 @dataclass
@@ -74,6 +123,10 @@ class Database:
         self._closed = True
         self.applied_migrations: list[str] = []
         self.commits = 0  # batches committed, for metrics and tests
+        self._jobs_run = 0
+        self._reads = 0
+        self._control_statements = 0
+        self._writer: _CountingConnection | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -144,9 +197,16 @@ class Database:
         loop = self._loop
         assert loop is not None
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_CountingConnection,
+            )
+            self._writer = conn
             conn.row_factory = sqlite3.Row
             _configure(conn, self.synchronous, self.busy_timeout_ms)
+            self._control_statements = conn.statements  # the PRAGMAs: not a job's work
         except Exception as exc:  # pragma: no cover - reported to open()
             loop.call_soon_threadsafe(ready.set_exception, exc)
             return
@@ -179,29 +239,55 @@ class Database:
     ) -> list[tuple[_Job[Any], Any, BaseException | None]]:
         outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            self._control(conn, "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             return [(job, None, exc) for job in batch]
-        for job in batch:
-            conn.execute("SAVEPOINT job")
+        self._jobs_run += len(batch)
+        if len(batch) == 1:  # alone in its transaction: no savepoint needed to isolate it
+            job = batch[0]
             try:
                 result = job.fn(conn)
             except BaseException as exc:
-                conn.execute("ROLLBACK TO job")
-                conn.execute("RELEASE job")
+                self._control(conn, "ROLLBACK")
+                return [(job, None, exc)]
+            outcomes.append((job, result, None))
+            batch = []
+        for job in batch:
+            self._control(conn, "SAVEPOINT job")
+            try:
+                result = job.fn(conn)
+            except BaseException as exc:
+                self._control(conn, "ROLLBACK TO job")
+                self._control(conn, "RELEASE job")
                 outcomes.append((job, None, exc))
             else:
-                conn.execute("RELEASE job")
+                self._control(conn, "RELEASE job")
                 outcomes.append((job, result, None))
         try:
-            conn.execute("COMMIT")
+            self._control(conn, "COMMIT")
             self.commits += 1
         except sqlite3.Error as exc:
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                self._control(conn, "ROLLBACK")
             return [(job, None, exc) for job in batch]
         return outcomes
+
+    def _control(self, conn: sqlite3.Connection, sql: str) -> None:
+        self._control_statements += 1
+        conn.execute(sql)
+
+    def counts(self) -> DbCounts:
+        writer = self._writer
+        return DbCounts(
+            commits=self.commits,
+            jobs=self._jobs_run,
+            writes=writer.statements - self._control_statements if writer else 0,
+            control=self._control_statements,
+            reads=self._reads,
+            events=writer.events if writer else 0,
+            event_bytes=writer.event_bytes if writer else 0,
+        )
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -211,6 +297,7 @@ class Database:
         return self._readers[next(self._next_reader)]
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        self._reads += 1
         rows: Iterable[sqlite3.Row] = await self._reader().execute_fetchall(sql, params)
         return list(rows)
 

@@ -97,117 +97,137 @@ def _announce(tx: Tx, step: Step) -> Step:
     return step
 
 
-def _update(tx: Tx, step_id: str, **fields: Any) -> Step:
+def _update(tx: Tx, step_id: str, *, where: str = "", **fields: Any) -> Step | None:
+    """Set `fields` (and announce the step) in one statement; None when `where` (an extra
+    condition on the row) does not hold."""
     values = [dumps(v) if k in _JSON and v is not None else v for k, v in fields.items()]
     assignments = ", ".join(f"{k} = ?" for k in fields)
-    tx.execute(f"UPDATE steps SET {assignments} WHERE id = ?", (*values, step_id))
-    return _announce(tx, _get(tx, step_id))
+    row = tx.one(
+        f"UPDATE steps SET {assignments} WHERE id = ?{where} RETURNING *", (*values, step_id)
+    )
+    return None if row is None else _announce(tx, Step.from_row(row))
+
+
+def _set(tx: Tx, step_id: str, **fields: Any) -> Step:
+    step = _update(tx, step_id, **fields)
+    assert step is not None, step_id
+    return step
+
+
+_NOT_ENDED_BY_WATCHDOG = " AND status NOT IN ('stuck', 'skipped', 'timed_out')"
+
+# A step re-queued under the same key keeps its id, seq and inputs, and runs again.
+_UPSERT = (
+    "INSERT INTO steps (id, tenant_id, session_id, turn_id, key, seq, parent_id, action_type,"
+    " name, input_context, expected_output_schema, status, created_at, deadline_at, started_at,"
+    " attempts) VALUES (?, ?, ?, ?, ?,"
+    " (SELECT COALESCE(MAX(seq), 0) + 1 FROM steps WHERE turn_id = ?),"
+    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (turn_id, key) DO UPDATE SET status = excluded.status, finished_at = NULL,"
+    " error = NULL, deadline_at = excluded.deadline_at,"
+    " attempts = attempts + excluded.attempts,"
+    " started_at = COALESCE(excluded.started_at, started_at)"
+    " RETURNING *"
+)
+
+
+def answer_waits(tx: Tx, session_id: str, message_id: str) -> list[Step]:
+    """The user wrote again: a waiting `ask_user` step of the session has its answer."""
+    rows = tx.execute(
+        "UPDATE steps SET status = 'succeeded', finished_at = ?, result = ?"
+        " WHERE session_id = ? AND status = 'running' AND action_type = 'ask_user' RETURNING *",
+        (tx.now, dumps({"message_id": message_id}), session_id),
+    ).fetchall()
+    return [_announce(tx, Step.from_row(row)) for row in rows]
+
+
+# -- the transitions, as functions of a transaction (a turn may carry several in one) ----------
+
+
+def enqueue_steps(
+    tx: Tx, turn: TurnRef, new: list[NewStep], max_depth: int
+) -> tuple[list[Step], int]:
+    """Queue steps (re-queue ones with the same key); refuse what would pass `max_depth`.
+
+    Returns the queued steps and how many were refused.
+    """
+    (open_now,) = tx.one(
+        "SELECT COUNT(*) FROM steps WHERE session_id = ?"
+        " AND status IN ('queued', 'running')"
+        " AND action_type NOT IN ('ask_user', 'batch')",
+        (turn.session_id,),
+    ) or (0,)
+    room = max(0, max_depth - open_now)
+    queued: list[Step] = []
+    refused = 0
+    for step in new:
+        counts = step.action_type not in ("ask_user", "batch")
+        if counts and room == 0:
+            refused += 1
+            continue
+        room -= 1 if counts else 0
+        running = step.status == "running"
+        row = tx.one(
+            _UPSERT,
+            (
+                new_id("stp"),
+                turn.tenant_id,
+                turn.session_id,
+                turn.turn_id,
+                step.key,
+                turn.turn_id,
+                step.parent_id,
+                step.action_type,
+                step.name,
+                dumps(step.input_context),
+                None if step.expected_output_schema is None else dumps(step.expected_output_schema),
+                step.status,
+                tx.now,
+                step.deadline_at,
+                tx.now if running else None,
+                1 if running else 0,
+            ),
+        )
+        assert row is not None
+        queued.append(_announce(tx, Step.from_row(row)))
+    return queued, refused
+
+
+def start_step(tx: Tx, step_id: str) -> Step:
+    row = tx.one(
+        "UPDATE steps SET status = 'running', started_at = ?, finished_at = NULL,"
+        " attempts = attempts + 1 WHERE id = ? RETURNING *",
+        (tx.now, step_id),
+    )
+    assert row is not None, step_id
+    return _announce(tx, Step.from_row(row))
+
+
+def finish_step(tx: Tx, step_id: str, status: StepStatus, trace: dict[str, Any]) -> Step:
+    """Record the end of a step: `trace` may carry result, error, model, input_tokens,
+    output_tokens, tool_duration_ms, validation."""
+    # The watchdog may have got there first (stuck, skipped, timed out): its verdict stands
+    # unless the step did succeed.
+    where = "" if status == "succeeded" else _NOT_ENDED_BY_WATCHDOG
+    done = _update(tx, step_id, where=where, status=status, finished_at=tx.now, **trace)
+    return done if done is not None else _get(tx, step_id)
 
 
 class StepStore(Store):
     async def enqueue(
         self, turn: TurnRef, new: list[NewStep], max_depth: int
     ) -> tuple[list[Step], int]:
-        """Queue steps (re-queue ones with the same key); refuse what would pass `max_depth`.
-
-        Returns the queued steps and how many were refused.
-        """
-
-        def enqueue(tx: Tx) -> tuple[list[Step], int]:
-            (open_now,) = tx.one(
-                "SELECT COUNT(*) FROM steps WHERE session_id = ?"
-                " AND status IN ('queued', 'running')"
-                " AND action_type NOT IN ('ask_user', 'batch')",
-                (turn.session_id,),
-            ) or (0,)
-            (seq,) = tx.one(
-                "SELECT COALESCE(MAX(seq), 0) FROM steps WHERE turn_id = ?", (turn.turn_id,)
-            ) or (0,)
-            room = max(0, max_depth - open_now)
-            queued: list[Step] = []
-            refused = 0
-            for step in new:
-                counts = step.action_type not in ("ask_user", "batch")
-                if counts and room == 0:
-                    refused += 1
-                    continue
-                room -= 1 if counts else 0
-                existing = tx.one(
-                    "SELECT id FROM steps WHERE turn_id = ? AND key = ?", (turn.turn_id, step.key)
-                )
-                if existing is not None:
-                    again: dict[str, Any] = {}
-                    if step.status == "running":
-                        tx.execute(
-                            "UPDATE steps SET attempts = attempts + 1 WHERE id = ?", (existing[0],)
-                        )
-                        again["started_at"] = tx.now
-                    queued.append(
-                        _update(
-                            tx,
-                            existing[0],
-                            status=step.status,
-                            finished_at=None,
-                            error=None,
-                            deadline_at=step.deadline_at,
-                            **again,
-                        )
-                    )
-                    continue
-                seq += 1
-                step_id = new_id("stp")
-                tx.execute(
-                    "INSERT INTO steps (id, tenant_id, session_id, turn_id, key, seq, parent_id,"
-                    " action_type, name, input_context, expected_output_schema, status,"
-                    " created_at, deadline_at, started_at, attempts)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        step_id,
-                        turn.tenant_id,
-                        turn.session_id,
-                        turn.turn_id,
-                        step.key,
-                        seq,
-                        step.parent_id,
-                        step.action_type,
-                        step.name,
-                        dumps(step.input_context),
-                        None
-                        if step.expected_output_schema is None
-                        else dumps(step.expected_output_schema),
-                        step.status,
-                        tx.now,
-                        step.deadline_at,
-                        tx.now if step.status == "running" else None,
-                        1 if step.status == "running" else 0,
-                    ),
-                )
-                queued.append(_announce(tx, _get(tx, step_id)))
-            return queued, refused
-
-        return await self.transact(enqueue)
+        return await self.transact(lambda tx: enqueue_steps(tx, turn, new, max_depth))
 
     async def start(self, step_id: str) -> Step:
-        def start(tx: Tx) -> Step:
-            tx.execute("UPDATE steps SET attempts = attempts + 1 WHERE id = ?", (step_id,))
-            return _update(tx, step_id, status="running", started_at=tx.now, finished_at=None)
-
-        return await self.transact(start)
+        return await self.transact(lambda tx: start_step(tx, step_id))
 
     async def update(self, step_id: str, **fields: Any) -> Step:
-        return await self.transact(lambda tx: _update(tx, step_id, **fields))
+        return await self.transact(lambda tx: _set(tx, step_id, **fields))
 
     async def finish(self, step_id: str, status: StepStatus, **trace: Any) -> Step:
-        """Record the end of a step: `trace` may carry result, error, model, input_tokens,
-        output_tokens, tool_duration_ms, validation."""
-
-        def finish(tx: Tx) -> Step:
-            current = _get(tx, step_id)
-            if current.status in ("stuck", "skipped", "timed_out") and status != "succeeded":
-                return current  # the watchdog got there first; keep its verdict
-            return _update(tx, step_id, status=status, finished_at=tx.now, **trace)
-
-        return await self.transact(finish)
+        """Record the end of a step (see `finish_step`)."""
+        return await self.transact(lambda tx: finish_step(tx, step_id, status, trace))
 
     async def close_open(
         self, turn_id: str, status: StepStatus = "skipped", error: dict[str, Any] | None = None
@@ -221,7 +241,7 @@ class StepStore(Store):
                 (turn_id,),
             ).fetchall()
             for (step_id,) in rows:
-                _update(tx, step_id, status=status, finished_at=tx.now, error=error)
+                _set(tx, step_id, status=status, finished_at=tx.now, error=error)
             return len(rows)
 
         return await self.transact(close)
@@ -234,7 +254,7 @@ class StepStore(Store):
                 (started_before,),
             ).fetchall()
             return [
-                _update(
+                _set(
                     tx,
                     step_id,
                     status="stuck",
@@ -256,7 +276,7 @@ class StepStore(Store):
                 (now,),
             ).fetchall()
             return [
-                _update(tx, step_id, status="timed_out", finished_at=tx.now) for (step_id,) in rows
+                _set(tx, step_id, status="timed_out", finished_at=tx.now) for (step_id,) in rows
             ]
 
         return await self.transact(expire)
@@ -264,24 +284,7 @@ class StepStore(Store):
     async def answer_ask_user(self, session_id: str, message_id: str) -> list[Step]:
         """The user wrote again: a waiting `ask_user` step has its answer."""
 
-        def answer(tx: Tx) -> list[Step]:
-            rows = tx.execute(
-                "SELECT id FROM steps WHERE session_id = ? AND status = 'running'"
-                " AND action_type = 'ask_user'",
-                (session_id,),
-            ).fetchall()
-            return [
-                _update(
-                    tx,
-                    step_id,
-                    status="succeeded",
-                    finished_at=tx.now,
-                    result={"message_id": message_id},
-                )
-                for (step_id,) in rows
-            ]
-
-        return await self.transact(answer)
+        return await self.transact(lambda tx: answer_waits(tx, session_id, message_id))
 
     async def for_session(
         self, tenant_id: str, session_id: str, turn_id: str | None = None

@@ -5,10 +5,12 @@ Each transition is one transaction together with the events that announce it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.errors import QueueFull, SessionBusy
+from app.storage import steps
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
@@ -25,7 +27,29 @@ class Accepted:
     resumed: bool  # the session was archived and is active again
 
 
-def _turn_message(
+def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
+    """Store what the NLU made of the user's message on it, and announce it."""
+    tx.execute(
+        "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
+        (dumps(data), turn.user_message_id),
+    )
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "intent.classified",
+        {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
+        turn_id=turn.id,
+    )
+
+
+@dataclass(frozen=True)
+class Claimed:
+    turn: Turn
+    user_id: str  # the session's user
+    more: bool  # another turn of the session was queued behind this one
+
+
+def turn_message(
     tx: Tx, turn: Turn, role: str, content: str | None, token_estimate: int, **extra: Any
 ) -> Message:
     return insert_message(
@@ -55,6 +79,60 @@ def _turn(tx: Tx, turn_id: str) -> Turn:
     row = tx.one("SELECT * FROM turns WHERE id = ?", (turn_id,))
     assert row is not None
     return Turn.from_row(row)
+
+
+def complete_turn(
+    tx: Tx,
+    turn: Turn,
+    *,
+    text: str,
+    token_estimate: int,
+    model: str | None,
+    rounds: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    metadata: dict[str, Any] | None = None,
+    snapshot: Callable[[Tx], object] | None = None,
+) -> Message:
+    """Store the final assistant message and close the turn.
+
+    `snapshot`, when given, is called with the transaction to update the session snapshot
+    atomically with the turn's end.
+    """
+    message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
+    tx.execute(
+        "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
+        " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
+        " WHERE id = ?",
+        (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
+    )
+    tx.execute(
+        "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
+        (tx.now, tx.now, turn.session_id),
+    )
+    if snapshot is not None:
+        snapshot(tx)
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "message.completed",
+        {"turn_id": turn.id, "message_id": message.id, "text": text},
+        turn_id=turn.id,
+    )
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        "turn.completed",
+        {
+            "turn_id": turn.id,
+            "message_id": message.id,
+            "model": model,
+            "rounds": rounds,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        },
+        turn_id=turn.id,
+    )
+    return message
 
 
 class TurnStore(Store):
@@ -152,32 +230,35 @@ class TurnStore(Store):
 
         return await self.transact(accept)
 
-    async def claim_next(self, session_id: str) -> Turn | None:
-        """Mark the oldest queued turn running (unless one already runs) and announce it."""
+    async def claim_next(self, session_id: str, *, answer_waits: bool = False) -> Claimed | None:
+        """Mark the oldest queued turn running (unless one already runs) and announce it.
 
-        def claim(tx: Tx) -> Turn | None:
-            running = tx.one(
-                "SELECT 1 FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
-            )
-            if running is not None:
+        With `answer_waits`, a new message (not a resumed turn) also answers the session's
+        waiting `ask_user` step, in the same transaction."""
+
+        def claim(tx: Tx) -> Claimed | None:
+            rows = tx.execute(
+                "SELECT id, status FROM turns WHERE session_id = ?"
+                " AND status IN ('queued', 'running')"
+                " ORDER BY status = 'running' DESC, number LIMIT 2",
+                (session_id,),
+            ).fetchall()
+            if not rows or rows[0]["status"] == "running":
                 return None
             row = tx.one(
-                "SELECT * FROM turns WHERE session_id = ? AND status = 'queued'"
-                " ORDER BY number LIMIT 1",
-                (session_id,),
+                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
+                (tx.now, rows[0]["id"]),
             )
-            if row is None:
-                return None
+            assert row is not None
             turn = Turn.from_row(row)
-            tx.execute(
-                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ?",
-                (tx.now, turn.id),
-            )
             data = {"turn_id": turn.id, "user_message_id": turn.user_message_id}
             if turn.resume_from_step:
                 data["resumed_from_step"] = turn.resume_from_step
             tx.emit(session_id, turn.tenant_id, "turn.started", data, turn_id=turn.id)
-            return _turn(tx, turn.id)
+            if answer_waits and not turn.resume_from_step:
+                steps.answer_waits(tx, session_id, turn.user_message_id)
+            (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
+            return Claimed(turn, str(user_id), more=len(rows) > 1)
 
         return await self.transact(claim)
 
@@ -194,52 +275,22 @@ class TurnStore(Store):
         metadata: dict[str, Any] | None = None,
         snapshot: Any = None,
     ) -> Message:
-        """Store the final assistant message and close the turn, in one transaction.
-
-        `snapshot`, when given, is called with the transaction to update the session snapshot
-        atomically with the turn's end.
-        """
-
-        def complete(tx: Tx) -> Message:
-            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
-            tx.execute(
-                "UPDATE turns SET status = 'completed', assistant_message_id = ?, model = ?,"
-                " rounds = ?, prompt_tokens = ?, completion_tokens = ?, finished_at = ?"
-                " WHERE id = ?",
-                (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
+        """Store the final assistant message and close the turn, in one transaction (see
+        `complete_turn`)."""
+        return await self.transact(
+            lambda tx: complete_turn(
+                tx,
+                turn,
+                text=text,
+                token_estimate=token_estimate,
+                model=model,
+                rounds=rounds,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                metadata=metadata,
+                snapshot=snapshot,
             )
-            tx.execute(
-                "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
-                (tx.now, tx.now, turn.session_id),
-            )
-            if snapshot is not None:
-                snapshot(tx)
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "message.completed",
-                {"turn_id": turn.id, "message_id": message.id, "text": text},
-                turn_id=turn.id,
-            )
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "turn.completed",
-                {
-                    "turn_id": turn.id,
-                    "message_id": message.id,
-                    "model": model,
-                    "rounds": rounds,
-                    "usage": {
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                    },
-                },
-                turn_id=turn.id,
-            )
-            return message
-
-        return await self.transact(complete)
+        )
 
     async def append_message(
         self,
@@ -255,7 +306,7 @@ class TurnStore(Store):
     ) -> Message:
         """Record an intermediate message of a running turn (tool calls and their results)."""
         return await self.transact(
-            lambda tx: _turn_message(
+            lambda tx: turn_message(
                 tx,
                 turn,
                 role,
@@ -308,21 +359,7 @@ class TurnStore(Store):
 
     async def record_understanding(self, turn: Turn, data: dict[str, Any]) -> None:
         """Store what the NLU made of the user's message on it, and announce it."""
-
-        def record(tx: Tx) -> None:
-            tx.execute(
-                "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
-                (dumps(data), turn.user_message_id),
-            )
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                "intent.classified",
-                {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
-                turn_id=turn.id,
-            )
-
-        await self.transact(record)
+        await self.transact(lambda tx: record_understanding(tx, turn, data))
 
     async def add_followup(
         self, turn: Turn, text: str, token_estimate: int, metadata: dict[str, Any]
@@ -331,7 +368,7 @@ class TurnStore(Store):
         to the user went unanswered); announced as `message.completed`."""
 
         def add(tx: Tx) -> Message:
-            message = _turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
+            message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
             tx.emit(
                 turn.session_id,
                 turn.tenant_id,

@@ -8,15 +8,17 @@ and are handed to the publisher only after the commit.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database
+from app.storage.sqlite import Database, DatabaseClosed, note_event
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 Publisher = Callable[[list[Event]], None]
 
 
@@ -57,11 +59,13 @@ class Tx:
             turn_id=turn_id,
             created_at=self.now,
         )
+        payload = dumps(data)
         self.conn.execute(
             "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, event.seq, tenant_id, turn_id, type, dumps(data), self.now),
+            (session_id, event.seq, tenant_id, turn_id, type, payload, self.now),
         )
+        note_event(self.conn, len(payload.encode()))
         self.events.append(event)
         return event
 
@@ -93,3 +97,53 @@ class Store:
                 self._publish(result[1])
 
         return job, on_commit
+
+
+class TurnWrites:
+    """One turn's writes, fewer and larger: a write nobody waits for can be *held* and run at
+    the start of the turn's next transaction (`now` or `send`), inside it.
+
+    The writer keeps submission order, so the turn's own events keep their order; hold only
+    what no other writer of the session could need to come after (the caller knows which:
+    e.g. a step's start, carried by the `tool.started` event right behind it). A held write
+    that fails fails the write carrying it. Nothing is published before it commits.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._held: list[Callable[[Tx], object]] = []
+
+    def hold(self, fn: Callable[[Tx], object]) -> None:
+        self._held.append(fn)
+
+    def send(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
+        """The held writes and `fn` as one transaction, queued without waiting."""
+        held, self._held = self._held, []
+        if not held:
+            return self._store.transact_nowait(fn)
+
+        def carried(tx: Tx) -> T:
+            for write in held:
+                write(tx)
+            return fn(tx)
+
+        return self._store.transact_nowait(carried)
+
+    async def now(self, fn: Callable[[Tx], T]) -> T:
+        # shield: a cancelled turn must not make the write look failed; it still commits.
+        result, _events = await asyncio.shield(self.send(fn))
+        return result
+
+    def release(self) -> None:
+        """Send what is held on its own (the turn ends without another write to carry it)."""
+        if not self._held:
+            return
+        try:
+            self.send(lambda tx: None).add_done_callback(_log_failure)
+        except DatabaseClosed:  # shutting down: nothing more can be stored
+            log.warning("held writes of an ended turn were dropped: the database is closed")
+
+
+def _log_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("held writes of an ended turn failed", exc_info=future.exception())

@@ -9,20 +9,32 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from app.errors import ServiceError
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
-from app.storage.steps import NewStep, Step, StepStatus, StepStore, TurnRef
+from app.storage.steps import (
+    NewStep,
+    Step,
+    StepStatus,
+    StepStore,
+    TurnRef,
+    enqueue_steps,
+    finish_step,
+    start_step,
+)
+from app.storage.tx import TurnWrites, Tx
 from app.tools.executor import ToolEvents
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MODEL_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -64,23 +76,35 @@ class StepRecorder:
     _waits: dict[str, Step] = field(default_factory=dict)
     _batch: str | None = None
     _batch_left: set[str] = field(default_factory=set)
+    # The turn's writes, shared with `inner` (its events go through them): a step change
+    # nobody waits for is held and stored with the next event (a tool's start with its
+    # `tool.started`, a model call's end with what the turn writes next).
+    writes: TurnWrites | None = None
+
+    async def _now(self, fn: Callable[[Tx], T]) -> T:
+        if self.writes is None:
+            return await self.store.transact(fn)
+        return await self.writes.now(fn)
+
+    async def _later(self, fn: Callable[[Tx], object]) -> None:
+        if self.writes is None:
+            await self.store.transact(fn)
+        else:
+            self.writes.hold(fn)
 
     # -- model calls ----------------------------------------------------------------------------
 
     async def model_started(self, round_no: int, model: str, tools: list[ToolSpec], n: int) -> Step:
-        queued, refused = await self.store.enqueue(
-            self.turn,
-            [
-                NewStep(
-                    key=f"model:{round_no}",
-                    action_type="generate_response",
-                    name=model,
-                    input_context={"messages": n, "tools": [t.name for t in tools]},
-                    expected_output_schema=MODEL_OUTPUT_SCHEMA,
-                    status="running",  # a model call starts the moment it is queued
-                )
-            ],
-            self.max_depth,
+        step = NewStep(
+            key=f"model:{round_no}",
+            action_type="generate_response",
+            name=model,
+            input_context={"messages": n, "tools": [t.name for t in tools]},
+            expected_output_schema=MODEL_OUTPUT_SCHEMA,
+            status="running",  # a model call starts the moment it is queued
+        )
+        queued, refused = await self._now(
+            lambda tx: enqueue_steps(tx, self.turn, [step], self.max_depth)
         )
         if refused:
             raise StepQueueFull(
@@ -108,16 +132,15 @@ class StepRecorder:
             result["models"] = route.trace()
             if route.answered_by:
                 named["name"] = route.answered_by
-        await self.store.finish(
-            step.id,
-            "succeeded",
-            result=result,
-            model=reply.model,
-            input_tokens=reply.prompt_tokens,
-            output_tokens=reply.completion_tokens,
-            validation={"valid": not problems, "errors": problems},
+        trace = {
+            "result": result,
+            "model": reply.model,
+            "input_tokens": reply.prompt_tokens,
+            "output_tokens": reply.completion_tokens,
+            "validation": {"valid": not problems, "errors": problems},
             **named,
-        )
+        }
+        await self._later(lambda tx: finish_step(tx, step.id, "succeeded", trace))
         metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
 
     async def model_failed(
@@ -141,22 +164,15 @@ class StepRecorder:
     ) -> list[RequestedToolCall]:
         """Queue a step per call (reads of the batch under a batch step); returns the calls that
         did not fit in the queue."""
-        parent: str | None = None
+        batch: NewStep | None = None
         if len(reads) > 1:
-            batch, _ = await self.store.enqueue(
-                self.turn,
-                [
-                    NewStep(
-                        key=f"batch:{round_no}",
-                        action_type="batch",
-                        name="parallel_reads",
-                        input_context={"calls": reads},
-                        status="running",
-                    )
-                ],
-                self.max_depth,
+            batch = NewStep(
+                key=f"batch:{round_no}",
+                action_type="batch",
+                name="parallel_reads",
+                input_context={"calls": reads},
+                status="running",
             )
-            parent = batch[0].id
         new = []
         for call in calls:
             spec = specs.get(call.name)
@@ -170,10 +186,19 @@ class StepRecorder:
                         "arguments": self.redactor.text(call.arguments)[:4000],
                     },
                     expected_output_schema=spec.output_schema if spec else None,
-                    parent_id=parent if call.id in reads else None,
                 )
             )
-        queued, _refused = await self.store.enqueue(self.turn, new, self.max_depth)
+
+        def enqueue(tx: Tx) -> tuple[str | None, list[Step]]:
+            parent = None
+            if batch is not None:
+                parent = enqueue_steps(tx, self.turn, [batch], self.max_depth)[0][0].id
+            members = [
+                replace(step, parent_id=parent) if step.key[5:] in reads else step for step in new
+            ]
+            return parent, enqueue_steps(tx, self.turn, members, self.max_depth)[0]
+
+        parent, queued = await self._now(enqueue)
         by_key = {s.key: s for s in queued}
         overflow = []
         for call in calls:
@@ -189,7 +214,7 @@ class StepRecorder:
     async def started(self, call: RequestedToolCall) -> None:
         step = self._call_steps.get(call.id)
         if step is not None:
-            self._call_steps[call.id] = await self.store.start(step.id)
+            await self._later(lambda tx: start_step(tx, step.id))
         await self.inner.started(call)
 
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
@@ -198,16 +223,15 @@ class StepRecorder:
             status = _status_of(result)
             schema = step.expected_output_schema is not None
             invalid = result.error is not None and result.error.code == "invalid_output"
-            await self.store.finish(
-                step.id,
-                status,
-                result=result.to_dict() if result.status != "error" else None,
-                error=None if result.error is None else result.error.to_dict(),
-                tool_duration_ms=result.metadata.get("duration_ms"),
-                validation={"schema": schema, "valid": not invalid}
+            trace = {
+                "result": result.to_dict() if result.status != "error" else None,
+                "error": None if result.error is None else result.error.to_dict(),
+                "tool_duration_ms": result.metadata.get("duration_ms"),
+                "validation": {"schema": schema, "valid": not invalid}
                 if schema
                 else {"schema": False},
-            )
+            }
+            await self._later(lambda tx: finish_step(tx, step.id, status, trace))
             metrics.STEPS.labels(action_type="call_tool", status=status).inc()
             await self._batch_member_done(call.id)
         await self.inner.completed(call, result)
@@ -217,7 +241,8 @@ class StepRecorder:
             return
         self._batch_left.discard(call_id)
         if not self._batch_left and self._batch is not None:
-            await self.store.finish(self._batch, "succeeded")
+            batch = self._batch
+            await self._later(lambda tx: finish_step(tx, batch, "succeeded", {}))
             metrics.STEPS.labels(action_type="batch", status="succeeded").inc()
             self._batch = None
 

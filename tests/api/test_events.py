@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.api.testing import LiveService, SseEvent, read_events, serve
+from app.api.testing import LiveService, SseEvent, read_events, serve, stream_turn
 from app.llm.testing import FakeLLMServer, Reply
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
@@ -118,3 +118,33 @@ async def test_bad_last_event_id(service: LiveService) -> None:
     assert_error(response, 422, "validation_error")
     response = await service.client.get(f"/v1/sessions/{session_id}/events", params={"after": -1})
     assert_error(response, 422, "validation_error")
+
+
+async def test_slow_streamed_text_reaches_a_live_client_piece_by_piece(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    # Pieces 150 ms apart, three times the 50 ms a delta may wait: none are coalesced.
+    fake_llm.enqueue(Reply("one two three four", chunk_delay=0.15))
+    session_id = await new_session(service)
+    events = await stream_turn(service.client, session_id, "count to four")
+    deltas = [e.data["text"] for e in events if e.event == "message.delta"]
+    assert deltas == ["one ", "two ", "three ", "four"]
+
+
+async def test_coalesced_text_replays_exactly_once(
+    service: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    # Twelve pieces streamed at once: the first goes out alone, the rest as one event.
+    fake_llm.enqueue(Reply(WORDS))
+    session_id = await new_session(service)
+    everything = await stream_turn(service.client, session_id, "count to twelve")
+    deltas = [e for e in everything if e.event == "message.delta"]
+    assert [d.data["text"] for d in deltas] == ["one ", WORDS.removeprefix("one ")]
+    async with service.client.stream(
+        "GET", f"/v1/sessions/{session_id}/events", headers={"Last-Event-ID": deltas[0].id or ""}
+    ) as response:
+        resumed = [e async for e in read_events(response, until="turn.completed")]
+    assert [e.id for e in resumed] == [e.id for e in everything[everything.index(deltas[0]) + 1 :]]
+    assert "".join(e.data["text"] for e in [deltas[0], *resumed] if e.event == "message.delta") == (
+        WORDS
+    )

@@ -101,3 +101,44 @@ async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
         assert level == 2  # FULL
     finally:
         await database.close()
+
+
+async def test_counts_statements_jobs_commits_reads_and_events(db: Database) -> None:
+    from app.storage.tx import Tx
+
+    before = db.counts()
+
+    def two_statements(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO t VALUES (1, 'a')")
+        c.executemany("INSERT INTO t VALUES (?, ?)", [(2, "b"), (3, "c")])
+
+    await db.write(two_statements)
+    await db.fetchall("SELECT * FROM t")
+    session = "ses_counted"
+    await db.write(
+        lambda c: c.execute(
+            "INSERT INTO sessions (id, tenant_id, user_id, status, created_at, updated_at,"
+            " last_activity_at) VALUES (?, 't', 'u', 'active', 0, 0, 0)",
+            (session,),
+        )
+    )
+    await db.write(lambda c: Tx(c).emit(session, "t", "x.happened", {"n": 1}))
+    cost = db.counts() - before
+    assert (cost.jobs, cost.commits, cost.reads) == (3, 3, 1)
+    # 1 + 2 inserts, the session, the event (its sequence number and its row).
+    assert cost.writes == 6
+    assert cost.control == 6  # BEGIN and COMMIT of each lone job; no savepoints
+    assert (cost.events, cost.event_bytes) == (1, len('{"n":1}'))
+
+
+async def test_a_lone_failing_job_leaves_nothing_behind(db: Database) -> None:
+    def bad(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO t VALUES (1, 'a')")
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await db.write(bad)
+    assert await db.fetchall("SELECT * FROM t") == []
+    await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on
+    row = await db.fetchone("SELECT v FROM t WHERE k = 1")
+    assert row is not None and row["v"] == "b"

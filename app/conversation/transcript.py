@@ -1,0 +1,84 @@
+"""What a turn records as it runs, and what a retried turn finds of it.
+
+`Transcript` stores the turn's tool calls and results as messages while the loop runs. Nothing
+waits for these writes: each is held and stored with the turn's next one (the next step or the
+turn's end), and the rows written are kept for the session's cached view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.conversation.loop import Resume
+from app.conversation.tokens import estimate_tokens
+from app.llm.gateway import RequestedToolCall
+from app.storage.records import Message, Turn
+from app.storage.turns import turn_message
+from app.storage.tx import TurnWrites
+from app.tools.results import ToolResult
+
+
+class Transcript:
+    """The turn's tool calls and results, as messages (see the module docstring)."""
+
+    def __init__(self, writes: TurnWrites, turn: Turn) -> None:
+        self._writes = writes
+        self._turn = turn
+        self.written: list[Message] = []  # filled on the writer thread, as the rows go in
+        self.count = 0
+        self.steps: list[dict[str, Any]] = []
+        self.results: list[tuple[str, ToolResult]] = []
+
+    def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
+        turn, written = self._turn, self.written
+        self._writes.hold(
+            lambda tx: written.append(
+                turn_message(tx, turn, role, content, token_estimate, **extra)
+            )
+        )
+        self.count += 1
+
+    async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
+        self._hold(
+            "assistant",
+            text or None,
+            estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
+            tool_calls=[c.as_message_part() for c in calls],
+        )
+
+    async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
+        content = result.model_content()
+        self._hold(
+            "tool",
+            content,
+            estimate_tokens(content),
+            tool_call_id=call.id,
+            name=call.name,
+            metadata={"status": result.status},
+        )
+        self.results.append((call.name, result))
+        self.steps.append(
+            {
+                "turn": self._turn.number,
+                "tool": call.name,
+                "call_id": call.id,
+                "status": result.status,
+            }
+        )
+
+
+def resume_point(turn: Turn, history: list[Message]) -> Resume:
+    """What a retried turn already has: its recorded tool rounds and any calls left unanswered."""
+    own = [m for m in history if m.turn_id == turn.id]
+    rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls)
+    answered = {m.tool_call_id for m in own if m.role == "tool"}
+    pending: list[RequestedToolCall] = []
+    for message in reversed(own):
+        if message.role == "assistant" and message.tool_calls:
+            pending = [
+                RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in message.tool_calls
+                if c["id"] not in answered
+            ]
+            break
+    return Resume(pending_calls=pending, rounds_used=rounds)
