@@ -4,8 +4,9 @@ A fake OpenAI-compatible server (app.llm.testing.FakeLLMServer, in its own proce
 every call at once with a five-word reply streamed as server-sent events. Sequential calls,
 interleaved in rounds so machine load falls on every client alike, through:
 
-  httpx + httpx-sse     the transport alone: POST, read the events, decode each chunk's JSON
-  hermes direct         Hermes' OpenAICompatModel (the above + StreamItems, failure mapping)
+  aiohttp               the transport alone: POST, read the events, decode each chunk's JSON
+  httpx + httpx-sse     the same with httpx (what the direct client used first)
+  hermes direct         Hermes' OpenAICompatModel (aiohttp + StreamItems, failure mapping)
   openai SDK            openai.AsyncOpenAI().chat.completions.create(stream=True)
   litellm               litellm.acompletion(stream=True)
   hermes litellm        Hermes' LiteLLMModel (the above + StreamItems)
@@ -51,6 +52,38 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
             raise RuntimeError("the fake model server did not start")
         time.sleep(0.02)  # waiting for another process to write a file: nothing to await
     return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
+
+
+def aiohttp_client(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    import aiohttp
+
+    from app.llm.sse import event_data
+
+    holder: dict[str, aiohttp.ClientSession] = {}
+    body = {
+        "model": "m",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+    async def call() -> str:
+        if "s" not in holder:
+            holder["s"] = aiohttp.ClientSession()
+        text = []
+        async with holder["s"].post(f"{base}/chat/completions", json=body) as response:
+            async for data in event_data(response.content):
+                if data == "[DONE]":
+                    break
+                for choice in json.loads(data).get("choices") or ():
+                    text.append((choice.get("delta") or {}).get("content") or "")
+        return "".join(text)
+
+    async def close() -> None:
+        if "s" in holder:
+            await holder["s"].close()
+
+    return call, close
 
 
 def raw_client(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
@@ -155,6 +188,7 @@ def hermes_litellm(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
 
 
 CLIENTS: dict[str, Callable[[str], tuple[Call, Callable[[], Awaitable[None]]]]] = {
+    "aiohttp": aiohttp_client,
     "httpx + httpx-sse": raw_client,
     "hermes direct": hermes_direct,
     "openai SDK": openai_sdk,
@@ -163,6 +197,7 @@ CLIENTS: dict[str, Callable[[str], tuple[Call, Callable[[], Awaitable[None]]]]] 
 }
 
 IMPORTS = {
+    "aiohttp": "import aiohttp",
     "httpx + httpx-sse": "import httpx, httpx_sse",
     "openai SDK": "import openai",
     "litellm": "from app.llm.litellm_gateway import import_litellm; import_litellm()",
@@ -222,7 +257,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait()
-    floor = statistics.median(times["httpx + httpx-sse"])
+    floor = statistics.median(times["aiohttp"])
     print(f"{args.calls} sequential short streamed completions each; load {os.getloadavg()[0]:.2f}")
     print(f"{'client':<20} {'p50 ms':>8} {'p95 ms':>8} {'x transport':>12}")
     for name, values in times.items():

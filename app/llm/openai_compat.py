@@ -1,11 +1,11 @@
 """`ChatModel` for an OpenAI-compatible chat-completions endpoint, without LiteLLM.
 
 OpenAI itself, DeepSeek, Qwen's compatible mode, vLLM, llama.cpp's server, Ollama's `/v1`: one
-streamed `POST …/chat/completions` per try, read as server-sent events. The transport is httpx
-with `httpx-sse` for the event framing, chosen by measurement (bench/model_client.py): per short
-streamed completion from a local server it costs about a third of the `openai` SDK's time and a
-tenth of `litellm.acompletion`'s, and it imports nothing the service doesn't load anyway (the
-SDK's types alone take half a second to import).
+streamed `POST …/chat/completions` per try, read as server-sent events. The transport is
+aiohttp with a small event reader (`app.llm.sse`), chosen by measurement (bench/model_client.py):
+per short streamed completion from a local server it costs about a third of httpx with
+`httpx-sse`, a sixth of the `openai` SDK and a thirtieth of `litellm.acompletion`, and under
+the 200-agent load the httpx client was a quarter of the event loop's time.
 
 Like the LiteLLM path, a call is one try: retries, fallbacks, timeouts and breakers are the
 chain's (`app.llm.chain`). HTTP statuses, connection errors, timeouts, broken and malformed
@@ -19,8 +19,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource, SSEError
+import aiohttp
 
 from app import __version__
 from app.llm.catalog import Direct
@@ -32,6 +31,7 @@ from app.llm.failures import (
     says_context_too_long,
 )
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
+from app.llm.sse import event_data
 
 
 class _Malformed(Exception):
@@ -50,7 +50,8 @@ class OpenAICompatModel:
         self.name = name  # as configured, e.g. deepseek/deepseek-chat
         self._target = target
         self._clients = clients
-        self._client: httpx.AsyncClient | None = clients.lease(target.base_url)
+        clients.lease(target.base_url)
+        self._leased = True
         self._url = f"{target.base_url}/chat/completions"
         self._headers = {"Accept": "text/event-stream", "User-Agent": f"hermes-agent/{__version__}"}
         if target.api_key:
@@ -58,33 +59,33 @@ class OpenAICompatModel:
         self._extra = dict(extra or {})
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        client = self._client
-        if client is None:
+        if not self._leased:
             raise ModelFailure("llm_unavailable", self.name, detail="the model was closed")
         if self._target.needs_key and not self._target.api_key:
             raise ModelFailure("llm_no_api_key", self.name)
+        session = self._clients.session(self._target.base_url)
         answered = False  # the response's headers arrived: a break from here broke the stream
         try:
-            async with client.stream(
-                "POST", self._url, json=self._body(request), headers=self._headers
+            async with session.post(
+                self._url, json=self._body(request), headers=self._headers
             ) as response:
                 answered = True
-                if response.status_code >= 400:
+                if response.status >= 400:
                     raise await self._refused(response)
                 async with contextlib.aclosing(self._items(response)) as items:
                     async for item in items:
                         yield item
-        except httpx.TimeoutException:
+        except (TimeoutError, aiohttp.ServerTimeoutError):
             raise ModelFailure("llm_timeout", self.name) from None
-        except httpx.TransportError as exc:
+        except (aiohttp.ClientError, ConnectionError) as exc:
             code = "llm_stream_interrupted" if answered else "llm_unreachable"
             raise ModelFailure(code, self.name, detail=type(exc).__name__) from None
-        except (_Malformed, SSEError) as exc:
+        except (_Malformed, UnicodeDecodeError) as exc:
             raise ModelFailure("llm_unavailable", self.name, detail=str(exc)) from None
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            self._client = None
+        if self._leased:
+            self._leased = False
             await self._clients.release(self._target.base_url)
 
     # -- internals ------------------------------------------------------------------------------
@@ -105,10 +106,9 @@ class OpenAICompatModel:
             body["max_tokens"] = request.max_tokens
         return body
 
-    async def _refused(self, response: httpx.Response) -> ModelFailure:
-        await response.aread()
-        status = response.status_code
-        message, kind = _error_text(response)
+    async def _refused(self, response: aiohttp.ClientResponse) -> ModelFailure:
+        status = response.status
+        message, kind = _error_text(await response.read())
         code = code_for_status(status)
         if 400 <= status < 500 and status != 429 and says_context_too_long(f"{kind} {message}"):
             code = "llm_context_too_long"
@@ -120,19 +120,21 @@ class OpenAICompatModel:
             retry_after=parse_retry_after(response.headers),
         )
 
-    async def _items(self, response: httpx.Response) -> AsyncGenerator[StreamItem, None]:
+    async def _items(self, response: aiohttp.ClientResponse) -> AsyncGenerator[StreamItem, None]:
+        if not response.content_type.startswith("text/event-stream"):
+            raise _Malformed(f"the answer is {response.content_type}, not an event stream")
         finish: str | None = None
         reported: str | None = None
         usage: tuple[int, int] = (0, 0)
         done = False
-        async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
-            async for event in events:
-                if event.data == "[DONE]":
+        async with contextlib.aclosing(event_data(response.content)) as events:
+            async for data in events:
+                if data == "[DONE]":
                     done = True
                     break
-                if not event.data:
+                if not data:
                     continue
-                chunk = _decode(event.data)
+                chunk = _decode(data)
                 if "error" in chunk:
                     raise _stream_error(chunk["error"], self.name)
                 try:
@@ -192,12 +194,13 @@ def _read(chunk: dict[str, Any]) -> tuple[list[StreamItem], str | None, tuple[in
     return items, choice.get("finish_reason"), tokens
 
 
-def _error_text(response: httpx.Response) -> tuple[str, str]:
+def _error_text(raw: bytes) -> tuple[str, str]:
     """(message, code or type) of an error answer, whatever shape its body has."""
+    text = raw.decode("utf-8", errors="replace")
     try:
-        body = response.json()
+        body = json.loads(text)
     except ValueError:
-        return response.text[:500], ""
+        return text[:500], ""
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         kind = error.get("code") or error.get("type") or ""
@@ -206,7 +209,7 @@ def _error_text(response: httpx.Response) -> tuple[str, str]:
         return error, ""
     if isinstance(body, dict) and body.get("message"):
         return str(body["message"]), ""
-    return response.text[:500], ""
+    return text[:500], ""
 
 
 def _stream_error(error: Any, model: str) -> ModelFailure:

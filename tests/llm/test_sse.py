@@ -1,0 +1,49 @@
+"""The event reader of the direct model client, by the WHATWG rules a model server relies on."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.llm.sse import event_data
+
+
+async def _lines(*lines: bytes) -> AsyncIterator[bytes]:
+    for line in lines:
+        yield line
+
+
+async def _read(*lines: bytes) -> list[str]:
+    return [data async for data in event_data(_lines(*lines))]
+
+
+async def test_events_end_at_blank_lines_and_join_their_data_lines() -> None:
+    assert await _read(
+        b"data: one\n",
+        b"\n",
+        b"data:two\r\n",
+        b"data:  three\r\n",
+        b"\r\n",
+        b"data: [DONE]\n",
+        b"\n",
+    ) == ["one", "two\n three", "[DONE]"]
+
+
+async def test_comments_and_other_fields_are_skipped() -> None:
+    assert await _read(
+        b": keep-alive\n", b"event: chunk\n", b"id: 7\n", b"retry: 10\n", b"data: x\n", b"\n"
+    ) == ["x"]
+
+
+async def test_an_unfinished_event_at_the_end_is_dropped() -> None:
+    assert await _read(b"data: done\n", b"\n", b"data: cut off") == ["done"]
+
+
+async def test_blank_lines_alone_are_no_events() -> None:
+    assert await _read(b"\n", b"\r\n", b"data: x\n", b"\n", b"\n") == ["x"]
+
+
+async def test_bytes_that_are_not_utf8_raise() -> None:
+    with pytest.raises(UnicodeDecodeError):
+        await _read(b"data: \xff\n", b"\n")
