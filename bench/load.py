@@ -18,9 +18,8 @@ with py-spy during the window and prints where its time went.
     python bench/load.py [--users 200] [--duration 60] [--env HERMES_X=VALUE ...]
     python bench/load.py --users 20 --duration 10 --ramp 2      # smoke (CI)
 
-The tools' rate limits are raised for the run (the demo backend's per-tenant limits, 10 order
-look-ups a second, would throttle 200 agents, which measures the quota, not the runtime);
-`--real-tool-limits` keeps tools.yaml as it is.
+The tools run with tools.yaml's own rate limits (per tenant, sized for this load);
+`--raised-tool-limits` lifts them all, to measure the runtime alone.
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--turn-timeout", type=float, default=30.0)
     parser.add_argument("--procs", type=int, default=1, help="load generator processes")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--real-tool-limits", action="store_true")
+    parser.add_argument("--raised-tool-limits", action="store_true")
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of Hermes to this file")
     add_env_option(parser)
     return parser.parse_args()
@@ -85,9 +84,9 @@ def customers(demo_db: Path) -> list[dict[str, Any]]:
     return [c for c in found.values() if c["orders"] and c["parcels"]]
 
 
-def tools_file(tmp: Path, real: bool) -> Path:
+def tools_file(tmp: Path, raised: bool) -> Path:
     source = ROOT / "tools.yaml"
-    if real:
+    if not raised:
         return source
     spec = yaml.safe_load(source.read_text())
     spec.setdefault("defaults", {})["rate_limit"] = RAISED_RATE_LIMIT
@@ -123,7 +122,7 @@ async def main() -> None:
             api_base,
             extra,
             HERMES_DEMO_DB_PATH=str(demo),
-            HERMES_TOOLS_FILE=str(tools_file(tmp, args.real_tool_limits)),
+            HERMES_TOOLS_FILE=str(tools_file(tmp, args.raised_tool_limits)),
             # A model failure is a failed turn here, not a degraded answer from hermes/local.
             HERMES_LOCAL_FALLBACK="false",
         )
@@ -172,7 +171,7 @@ async def main() -> None:
         f"load: {args.users} users ({len(people)} demo customers), {args.duration:g} s measured"
         f" after a {args.ramp:g} s ramp-up; think normal({args.think_mean:g}, {args.think_sd:g})"
         f" s; model {args.model_delay * 1000:.0f} ms per call;"
-        f" tool rate limits {'as in tools.yaml' if args.real_tool_limits else 'raised'}"
+        f" tool rate limits {'raised' if args.raised_tool_limits else 'as in tools.yaml'}"
     )
     print(f"hermes model path: {model_path}")
     report(turns, window)
