@@ -132,10 +132,29 @@ def build_model(settings: Settings, parser: Parser, redact: Redact | None = None
     )
 
 
-def build_registry(settings: Settings, http: httpx.AsyncClient) -> ToolRegistry:
+class SharedHttpClient:
+    """The HTTP tools' one client, made on first use: building it loads the system's CA
+    certificates (~0.1 s of start-up), which a deployment without HTTP tools never needs."""
+
+    def __init__(self, timeout_s: float = 8.0) -> None:
+        self._timeout_s = timeout_s
+        self._client: httpx.AsyncClient | None = None
+
+    def __call__(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout_s))
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def build_registry(settings: Settings, http: SharedHttpClient) -> ToolRegistry:
     registry = ToolRegistry()
     for spec in load_tools(settings.tools_file, resolve=resolve_python):
-        registry.register(spec, build_runner(spec, http_client=lambda: http))
+        registry.register(spec, build_runner(spec, http_client=http))
     return registry
 
 
@@ -249,7 +268,7 @@ async def open_runtime(
         events = EventStore(db, bus.publish)
         snapshots = SnapshotStore(db, bus.publish)
 
-        http = httpx.AsyncClient(timeout=httpx.Timeout(8.0))
+        http = SharedHttpClient()
         stack.push_async_callback(http.aclose)
         registry = build_registry(settings, http)
         mcp_config = load_mcp_config(settings.mcp_config)
