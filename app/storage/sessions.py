@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from app.errors import InvalidCursor
 from app.storage.records import Session, dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -19,10 +20,6 @@ _COLUMNS = (
 
 _MAX_ID = 128
 _MAX_TIME = 2**63 - 1
-
-
-class InvalidCursor(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
             raise ValueError
         return float(created_at), session_id
     except (ValueError, TypeError) as exc:
-        raise InvalidCursor("cursor is not one this service issued") from exc
+        raise InvalidCursor from exc
 
 
 def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from app.errors import ServiceError
+from app.errors import StepQueueFull
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
@@ -50,11 +50,6 @@ MODEL_OUTPUT_SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class StepQueueFull(ServiceError):
-    code = "step_queue_full"
-    status = 429
 
 
 def _status_of(result: ToolResult) -> StepStatus:

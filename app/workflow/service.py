@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from app.conversation.manager import TurnManager
 from app.conversation.service import ConversationService
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, StepNotFound, StepNotRetryable
 from app.principal import Principal
 from app.storage.records import Turn
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
 
 RETRYABLE = ("failed", "timed_out", "stuck")
-
-
-class StepNotFound(NotFound):
-    code = "step_not_found"
-
-
-class StepNotRetryable(Conflict):
-    code = "step_not_retryable"
 
 
 class StepService:

@@ -16,7 +16,7 @@ from app.api.auth import require_role
 from app.api.deps import PrincipalDep
 from app.api.params import McpServerName, McpToolName
 from app.api.schemas import ErrorResponse, Strict, iso
-from app.tools.mcp.errors import McpServerNotFound
+from app.errors import McpServerNotFound
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
     from app.tools.mcp.manager import McpManager

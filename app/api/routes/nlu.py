@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from app.api.deps import PrincipalDep
 from app.api.schemas import ErrorResponse
-from app.errors import ServiceError
+from app.errors import NLUUnavailable
 from app.nlu.types import Parser, ParseResult
 
 router = APIRouter(prefix="/v1/nlu", tags=["nlu"])
-
-
-class NLUUnavailable(ServiceError):
-    code: ClassVar[str] = "nlu_unavailable"
-    status: ClassVar[int] = 503
 
 
 def get_parser(request: Request) -> Parser:

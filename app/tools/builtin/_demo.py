@@ -13,8 +13,8 @@ from app.demo.mail import Mailer
 from app.demo.records import Actor
 from app.demo.services import DEMO, SMTP
 from app.demo.store import DemoStore
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 def demo_store(ctx: ToolContext) -> DemoStore:
