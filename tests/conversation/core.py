@@ -8,8 +8,10 @@ the service build the core here, so a change to how it is put together is made o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +124,27 @@ class Core:
         claimed = await self.turns.claim_next(session_id)
         assert claimed is not None
         return claimed.turn
+
+    async def finished(self, turn: Turn, timeout_s: float = 5.0) -> Turn:
+        """Follow the turn's events to its end (completed or failed); the stored turn."""
+        async with asyncio.timeout(timeout_s):
+            events = self.service.follow_turn(turn)
+            try:
+                async for _event in events:
+                    pass
+            finally:
+                await events.aclose()
+        stored = await self.turns.get(turn.session_id, turn.id)
+        assert stored is not None and stored.finished, stored
+        return stored
+
+    async def reply(self, turn: Turn) -> str | None:
+        """The text of the turn's final assistant message, if it completed."""
+        stored = await self.turns.get(turn.session_id, turn.id)
+        if stored is None or stored.assistant_message_id is None:
+            return None
+        message = await self.messages.get(stored.assistant_message_id)
+        return None if message is None else message.content
 
     async def log(self, session_id: str, after: int = 0) -> list[Event]:
         """The session's stored events after `after`, in sequence order."""
@@ -282,6 +305,14 @@ async def open_core(
             service=service,
             published=published,
         )
+
+
+async def eventually(check: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Wait until `check()` holds (an observable state, polled), failing after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.002)
 
 
 def types(events: list[Event], *, turn_id: str | None = None) -> list[str]:
