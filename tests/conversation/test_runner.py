@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve
 from app.conversation.loop import TurnOutcome
 from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
 from app.errors import UpstreamLLMError
@@ -20,6 +19,7 @@ from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.principal import LOCAL
 from app.storage.records import Turn
 from app.storage.sqlite import DbCounts
+from app.testing import LiveService, serve
 from tests.conftest import new_session
 from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
 
