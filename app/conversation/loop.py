@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from app.conversation.tokens import has_cjk
 from app.errors import UpstreamLLMError
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
@@ -22,6 +21,7 @@ from app.llm.gateway import (
     collect,
     tap_route,
 )
+from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
 from app.tools.events import TurnEvents
 from app.tools.executor import ToolExecutor, TurnTools
@@ -41,7 +41,7 @@ MAX_ROUNDS_REPLY = {
 }
 
 
-def turn_language(run: TurnRun) -> Literal["en", "zh"]:
+def turn_language(run: TurnRun) -> Language:
     """The customer's language: their message, or the last earlier one that shows a script
     (a bare order number says nothing)."""
     texts = [run.user_text] + [
@@ -49,12 +49,7 @@ def turn_language(run: TurnRun) -> Literal["en", "zh"]:
         for m in reversed(run.messages)
         if m.get("role") == "user" and not m.get("name")
     ]
-    for text in texts:
-        if has_cjk(text):
-            return "zh"
-        if any(c.isascii() and c.isalpha() for c in text):
-            return "en"
-    return "en"
+    return latest_language(texts)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
 from app.conversation.snapshot import store_fields, turn_end_fields
-from app.conversation.tokens import estimate_tokens
 from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
 from app.memory.extract import ToolEvidence
@@ -28,6 +27,7 @@ from app.storage.snapshots import SnapshotStore
 from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore, complete_turn, record_understanding
 from app.storage.tx import Tx
+from app.text.tokens import estimate_tokens
 from app.tools.context import TurnScope
 from app.tools.events import TurnEvents
 from app.tools.policy import Taint, TurnPolicy
