@@ -86,6 +86,19 @@ class Runtime:
     model: ChatModel
     started_at: float = field(default_factory=time.time)
 
+    async def health_checks(self) -> dict[str, str]:
+        """Readiness by dependency: "ok" or "error: <type>" (never the message: it may leak)."""
+        checks: dict[str, str] = {}
+        try:
+            await self.db.ping()
+            checks["database"] = "ok"
+        except Exception as exc:
+            checks["database"] = f"error: {type(exc).__name__}"
+        return checks
+
+    def uptime_s(self) -> float:
+        return round(time.time() - self.started_at, 3)
+
 
 def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
     """The primary model and its fallbacks; the API base and key carry over to fallbacks of

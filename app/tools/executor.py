@@ -36,6 +36,7 @@ from app.tools.results import ToolError, ToolResult
 from app.tools.running import run_guarded
 from app.tools.shaping import Redactor, truncate
 from app.tools.spec import ToolSpec
+from app.tools.status import ToolStatus, tool_statuses
 from app.tools.validation import InvalidArguments, parse_arguments, validate_arguments
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,10 @@ class ToolExecutor:
         self, scope: TurnScope, events: ToolEvents, policy: TurnPolicy | None = None
     ) -> TurnTools:
         return TurnTools(self, scope, events, policy or TurnPolicy())
+
+    def statuses(self, tenant_id: str) -> list[ToolStatus]:
+        """Every tool with its health as this tenant sees it."""
+        return tool_statuses(self.registry, self.guards, tenant_id)
 
     async def run_calls(
         self,
