@@ -25,7 +25,7 @@ from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
-from app.demo.services import close_demo, open_demo
+from app.demo.services import DemoServices, close_demo, open_demo
 from app.llm.build import ChainOptions, build_chain
 from app.llm.catalog import ModelConfig, check_models, provider_of, with_local_fallback
 from app.llm.gateway import ChatModel
@@ -177,7 +177,7 @@ def build_executor(
     db: Database,
     approvals: ApprovalBroker,
     bus: EventBus,
-    services: dict[str, Any] | None = None,
+    services: DemoServices | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
         RateLimiter(settings.rate_limit_storage),

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
@@ -69,7 +70,7 @@ class ToolExecutor:
         self,
         registry: ToolRegistry,
         *,
-        services: dict[str, Any] | None = None,
+        services: DemoServices | None = None,
         guards: ToolGuards | None = None,
         redactor: Redactor | None = None,
         calls: ToolCallStore | None = None,
@@ -78,7 +79,7 @@ class ToolExecutor:
         config: ExecutorConfig | None = None,
     ) -> None:
         self.registry = registry
-        self.services = services or {}
+        self.services = services
         self.guards = guards or ToolGuards()
         self.redactor = redactor or Redactor()
         self.calls = calls
