@@ -177,6 +177,7 @@ def build_executor(
     db: Database,
     approvals: ApprovalBroker,
     bus: EventBus,
+    confirmations: ConfirmationStore,
     services: DemoServices | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
@@ -195,7 +196,7 @@ def build_executor(
         redactor=Redactor.with_patterns(settings.redact_patterns),
         calls=ToolCallStore(db, bus.publish),
         approvals=approvals,
-        confirmations=ConfirmationStore(db, bus.publish),
+        confirmations=confirmations,
         config=ExecutorConfig(
             max_result_tokens=settings.tool_result_max_tokens,
             max_failures_per_turn=settings.tool_max_failures_per_turn,
@@ -308,7 +309,8 @@ async def open_runtime(
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
-        executor = build_executor(settings, registry, db, approvals, bus, services)
+        confirmations = ConfirmationStore(db, bus.publish)
+        executor = build_executor(settings, registry, db, approvals, bus, confirmations, services)
         stack.push_async_callback(executor.guards.limiter.aclose)
         steps = StepStore(db, bus.publish)
         loop = AgentLoop(
@@ -346,7 +348,7 @@ async def open_runtime(
                 build_summarizer(settings, model),
             ),
             memory=memory,
-            confirmations=executor.confirmations,
+            confirmations=confirmations,
         )
         manager = TurnManager(
             turns=turns,
