@@ -23,6 +23,7 @@ from app.llm.gateway import (
     collect,
     tap_route,
 )
+from app.llm.messages import ChatMessage
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.policy import TurnPolicy
@@ -90,7 +91,7 @@ class Resume:
 
 @dataclass
 class TurnRun:
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     tools: list[ToolSpec]
     scope: TurnScope
     emitter: TurnEmitter

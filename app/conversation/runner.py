@@ -15,6 +15,7 @@ from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_
 from app.conversation.tokens import estimate_tokens
 from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
+from app.llm.messages import ChatMessage
 from app.memory.extract import ToolEvidence
 from app.memory.port import TurnMemory
 from app.memory.records import Scope
@@ -134,7 +135,7 @@ class TurnRunner:
             event = understanding.event()
             emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
-        extra: list[dict[str, Any]] = []
+        extra: list[ChatMessage] = []
         note = self.channel.context_note(understanding, earlier_slots)
         if note is not None:
             extra.append(note)
@@ -261,7 +262,7 @@ class TurnRunner:
         user_text: str,
         understanding: Understanding | None,
         emitter: TurnEmitter,
-    ) -> tuple[list[dict[str, Any]], list[str]]:
+    ) -> tuple[list[ChatMessage], list[str]]:
         """Recall what this user's history offers (or forget on request): the notes to add to
         the context (the recalled memory is a quoted `user` block, never a system note), and
         where untrusted text among them came from, for the taint rule."""
@@ -271,7 +272,7 @@ class TurnRunner:
         except Exception:  # memory is a help, never a reason to fail the turn
             log.exception("memory recall failed")
             return [], []
-        notes: list[dict[str, Any]] = []
+        notes: list[ChatMessage] = []
         if before.forget_command:
             await emitter.emit("memory.forgotten", {"count": len(before.forgotten)})
             notes.append(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 _CJK = re.compile(
@@ -27,7 +28,7 @@ def estimate_tokens(text: str | None) -> int:
     return wide + (len(text) - wide + 3) // 4
 
 
-def estimate_message(message: dict[str, Any]) -> int:
+def estimate_message(message: Mapping[str, Any]) -> int:
     total = _MESSAGE_OVERHEAD + estimate_tokens(message.get("content"))
     if message.get("tool_calls"):
         total += estimate_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))

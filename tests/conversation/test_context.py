@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.conversation.context import history_messages, system_messages
+from app.conversation.context import chat_message, history_messages, system_messages
 from app.storage.records import Message, Snapshot
 
 
@@ -48,3 +48,22 @@ def test_summary_is_added_after_the_system_prompt() -> None:
     assert out[0] == {"role": "system", "content": "SYSTEM"}
     assert "User wants a refund." in out[1]["content"]
     assert system_messages("SYSTEM", None) == [{"role": "system", "content": "SYSTEM"}]
+
+
+def test_stored_messages_take_the_chat_shape_the_model_is_sent() -> None:
+    calls = [call("c1")]
+    assert chat_message(msg("user", "hi")) == {"role": "user", "content": "hi"}
+    assert chat_message(msg("assistant", "hello")) == {"role": "assistant", "content": "hello"}
+    assert chat_message(msg("assistant", None, tool_calls=calls)) == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": calls,
+    }
+    assert chat_message(msg("tool", "ok", tool_call_id="c1", name="f")) == {
+        "role": "tool",
+        "content": "ok",
+        "tool_call_id": "c1",
+        "name": "f",
+    }
+    # A tool message stored without a name gets no `name` key at all (not a null one).
+    assert "name" not in chat_message(msg("tool", "ok", tool_call_id="c1"))
