@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.api.testing import serve
 from app.settings import Settings
+from app.testing import serve
 
 QUESTIONS = ["你好", "where is my order 202405201234", "hello", "我的订单到哪了"]
 

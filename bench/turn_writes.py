@@ -175,10 +175,10 @@ def _db_size(path: Path) -> int:
 
 
 async def run(args: argparse.Namespace) -> None:
-    from app.api.testing import serve
     from app.demo.generator import regenerate
     from app.llm.testing import FakeLLMServer, Reply, ScriptedLLM, ToolCall, ToolCalls
     from app.settings import Settings
+    from app.testing import serve
 
     tmp = Path(tempfile.mkdtemp(prefix="hermes-writes-"))
     regenerate(tmp / "demo.db")

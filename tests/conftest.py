@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve
 from app.llm.testing import FakeLLMServer
 from app.settings import Settings
+from app.testing import LiveService, serve
 
 for _name in list(os.environ):
     if _name.startswith("HERMES_"):

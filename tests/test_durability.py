@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.api.testing import read_events
 from app.llm.testing import FakeLLMServer, Reply
+from app.testing import read_events
 
 pytestmark = pytest.mark.slow
 

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.conversation.tokens import estimate_message, estimate_tokens
 from app.llm.gateway import ChatModel, ModelRequest, collect
 from app.llm.messages import ChatMessage, ToolMessage
+from app.text.tokens import estimate_message, estimate_tokens
 
 log = logging.getLogger(__name__)
 

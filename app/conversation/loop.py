@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from app.conversation.emitter import TurnEmitter
-from app.conversation.tokens import has_cjk
 from app.errors import UpstreamLLMError
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
@@ -24,6 +23,7 @@ from app.llm.gateway import (
     tap_route,
 )
 from app.llm.messages import ChatMessage
+from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.policy import TurnPolicy
@@ -43,7 +43,7 @@ MAX_ROUNDS_REPLY = {
 }
 
 
-def turn_language(run: TurnRun) -> Literal["en", "zh"]:
+def turn_language(run: TurnRun) -> Language:
     """The customer's language: their message, or the last earlier one that shows a script
     (a bare order number says nothing)."""
     texts = [run.user_text] + [
@@ -51,12 +51,7 @@ def turn_language(run: TurnRun) -> Literal["en", "zh"]:
         for m in reversed(run.messages)
         if m.get("role") == "user" and not m.get("name")
     ]
-    for text in texts:
-        if has_cjk(text):
-            return "zh"
-        if any(c.isascii() and c.isalpha() for c in text):
-            return "en"
-    return "en"
+    return latest_language(texts)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from app.conversation.context import ContextBuilder, flatten
 from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
-from app.conversation.tokens import estimate_tokens
 from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
 from app.llm.messages import ChatMessage
@@ -26,6 +25,7 @@ from app.storage.snapshots import SnapshotStore, update_snapshot
 from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore, complete_turn, record_understanding
 from app.storage.tx import Tx
+from app.text.tokens import estimate_tokens
 from app.tools.context import TurnScope
 from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry

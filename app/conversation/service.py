@@ -8,7 +8,6 @@ from typing import Any
 
 from app.conversation.events import EventBus, Follower
 from app.conversation.manager import TurnManager
-from app.conversation.tokens import estimate_tokens
 from app.errors import InvalidInput, SessionNotFound, TurnFailed, TurnNotFound
 from app.principal import Principal
 from app.storage.events import EventStore
@@ -16,6 +15,7 @@ from app.storage.messages import InvalidMessageCursor, MessageStore
 from app.storage.records import Event, Message, Session, Turn
 from app.storage.sessions import InvalidCursor, Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
+from app.text.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.conversation.loop import Resume
-from app.conversation.tokens import estimate_tokens
 from app.llm.gateway import RequestedToolCall
 from app.storage.records import Message, Turn
 from app.storage.turns import turn_message
 from app.storage.tx import TurnWrites
+from app.text.tokens import estimate_tokens
 from app.tools.results import ToolResult
 
 

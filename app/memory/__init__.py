@@ -11,7 +11,8 @@ from app.memory.port import AfterTurn, BeforeTurn, Recall, TurnMemory
 from app.memory.records import MemoryItem, MemoryNotFound, Scope
 from app.memory.scoring import ScoringConfig
 from app.memory.service import MemoryService
-from app.memory.sweep import MemorySweeper, Retention
+from app.memory.sweep import Retention
+from app.memory.sweeper import MemorySweeper
 from app.settings import Settings
 from app.storage.sqlite import Database
 

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from app.text.script import HAN
+
 # category -> canonical value -> aliases (lower case). Longer aliases are tried first.
 ENTITIES: dict[str, dict[str, tuple[str, ...]]] = {
     "courier": {
@@ -99,7 +101,7 @@ TYPE_CUES: dict[str, tuple[str, ...]] = {
     "contact": ("联系方式", "contact details"),
 }
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_CJK_RUN = re.compile(f"[{HAN}]+")
 _LATIN = re.compile(r"[a-z0-9][a-z0-9@._+\-]*")
 _CJK_STOP = (
     "上一次 上次 上回 之前 以前 原来 那个 这个 那些 这些 还是 一样 照旧 老样子 帮我 给我 我的 "

@@ -11,7 +11,7 @@ import re
 from decimal import Decimal
 
 from app.nlu.numbers import CN_DIGITS, parse_decimal
-from app.nlu.text import fold
+from app.text.fold import fold
 
 _PREFIX = re.compile(r"^(?:¥|\$|us\$|rmb|cny|usd|人民币)\s*")
 _SUFFIX = re.compile(

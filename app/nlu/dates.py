@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from app.nlu.numbers import parse_int
-from app.nlu.text import fold
+from app.text.fold import fold
 
 _ZH_DAYS = {
     "今天": 0, "今日": 0, "今儿": 0, "今儿个": 0, "今晚": 0,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.nlu.text import Token, tokenize
+from app.text.fold import Token, tokenize
 
 _TRACKING = re.compile(r"[a-z]{2}[0-9]{9,12}[a-z]{0,2}")
 _KEEP_PUNCT = frozenset("?？!！")

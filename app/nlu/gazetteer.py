@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from app.nlu.dates import SCAN_PATTERNS
-from app.nlu.text import Token
+from app.text.fold import Token
 
 _CN_NUM = r"[零〇一二两三四五六七八九十百千万点]+"
 _AR_NUM = r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?:\s*[千万kw])?"

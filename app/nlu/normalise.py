@@ -12,7 +12,7 @@ from datetime import date
 
 from app.nlu.amounts import normalise_amount
 from app.nlu.dates import normalise_date
-from app.nlu.text import fold
+from app.text.fold import fold
 
 ORDER_ID = re.compile(r"[0-9]{12}")
 TRACKING_NUMBER = re.compile(r"[A-Z]{2}[0-9]{9,12}[A-Z]{0,2}")

@@ -19,9 +19,10 @@ from app.nlu.features import document
 from app.nlu.intent import IntentClassifier
 from app.nlu.manifest import INTENT_MODEL, SLOT_MODEL, Manifest
 from app.nlu.slots import SlotTagger
-from app.nlu.text import detect_language, tokenize
 from app.nlu.types import IntentScore, ParseResult, Slot
 from app.settings import PROJECT_ROOT
+from app.text.fold import tokenize
+from app.text.language import detect_language
 
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data" / "nlu"
 MAX_TEXT = 2000  # longer input is cut: an utterance, not a document

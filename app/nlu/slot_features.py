@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from app.nlu.gazetteer import marks
 from app.nlu.numbers import CN_NUMERAL_CHARS, EN_NUMBER_WORDS
-from app.nlu.text import Token
+from app.text.fold import Token
 
 _DATE_CHARS = frozenset("年月日号周星期礼拜天昨今明后前")
 _MONEY_CHARS = frozenset("元块钱毛角分¥$")

@@ -12,8 +12,8 @@ import pycrfsuite
 from app.nlu.manifest import NLUModelError
 from app.nlu.normalise import TRACKING_NUMBER, normalise
 from app.nlu.slot_features import decode, sentence_features
-from app.nlu.text import Token, fold
 from app.nlu.types import Slot
+from app.text.fold import Token, fold
 
 
 class SlotTagger:

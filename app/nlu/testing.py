@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from app.nlu.text import detect_language
 from app.nlu.types import INTENTS, IntentScore, ParseResult, Slot
+from app.text.language import detect_language
 
 SlotsArg = Mapping[str, str] | Sequence[Slot]
 _Answer = tuple[str, float, SlotsArg, str | None]

@@ -34,7 +34,7 @@ from app.nlu.manifest import (
     sha256_bytes,
 )
 from app.nlu.slot_features import bio_labels, sentence_features
-from app.nlu.text import fold, tokenize
+from app.text.fold import fold, tokenize
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.tokens import estimate_tokens
+from app.text.tokens import estimate_tokens
 
 
 def _keep_ends(value: str, head: int, tail: int) -> str:

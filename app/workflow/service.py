@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from app.conversation.manager import TurnManager
-from app.conversation.service import ConversationService
 from app.errors import Conflict, NotFound
 from app.principal import Principal
 from app.storage.records import Turn
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
+from app.workflow.ports import SessionLookup, TurnControl
 
 RETRYABLE = ("failed", "timed_out", "stuck")
 
@@ -27,8 +26,8 @@ class StepService:
         *,
         steps: StepStore,
         turns: TurnStore,
-        manager: TurnManager,
-        conversation: ConversationService,
+        manager: TurnControl,
+        conversation: SessionLookup,
     ) -> None:
         self.steps = steps
         self.turns = turns

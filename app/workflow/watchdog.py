@@ -12,11 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from app.conversation.manager import TurnManager
-from app.conversation.tokens import estimate_tokens, has_cjk
 from app.observability import metrics
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
+from app.text.language import latest_language
+from app.text.tokens import estimate_tokens
+from app.workflow.ports import TurnControl
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class Watchdog:
         *,
         steps: StepStore,
         turns: TurnStore,
-        manager: TurnManager,
+        manager: TurnControl,
         stuck_after_s: float,
         interval_s: float,
         clock: Callable[[], float] = time.time,
@@ -68,7 +69,7 @@ class Watchdog:
         if turn is None:
             return
         question = str(step.input_context.get("question", ""))
-        text = ASK_USER_FALLBACK["zh" if has_cjk(question) else "en"]
+        text = ASK_USER_FALLBACK[latest_language([question])]
         await self.turns.add_followup(
             turn, text, estimate_tokens(text), {"kind": "ask_user_timeout", "step_id": step.id}
         )

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve
 from app.demo.fixtures import DELIVERED_ORDER, LI_LEI
 from app.demo.testing import SmtpSink
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.testing import LiveService, serve
 from tests.api.test_sessions import assert_error
 from tests.api.test_tools_api import _stream_until
 from tests.conftest import new_session

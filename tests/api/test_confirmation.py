@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.testing import LiveService, SseEvent, serve, stream_turn, stream_turn_deciding
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.testing import LiveService, SseEvent, serve, stream_turn, stream_turn_deciding
 from tests.api.test_trust import demo, tool_results
 from tests.conftest import new_session
 

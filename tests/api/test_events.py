@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.api.testing import LiveService, SseEvent, read_events, serve, stream_turn
 from app.llm.testing import FakeLLMServer, Reply
+from app.testing import LiveService, SseEvent, read_events, serve, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from app.api.testing import LiveService, serve
+from app.testing import LiveService, serve
 from app.tools.mcp.manager import McpManager
 from app.tools.mcp.testing import SCRIPTED_SERVER, scripted_stdio
 from tests.api.test_sessions import assert_error

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from app.api.testing import LiveService, serve, stream_turn
 from app.llm.testing import FakeLLMServer, Reply
+from app.testing import LiveService, serve, stream_turn
 from tests.conftest import new_session
 
 PREFERENCE = "以后都用简体中文回复我，发票也请发PDF"

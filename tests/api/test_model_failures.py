@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve, stream_turn
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, MalformedStream, Reply
+from app.testing import LiveService, serve, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 from tests.llm import paths

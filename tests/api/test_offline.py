@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve, stream_turn
 from app.llm.testing import Fail, FakeLLMServer, Reply
+from app.testing import LiveService, serve, stream_turn
 from tests.conftest import new_session
 
 

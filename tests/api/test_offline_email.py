@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import TERMINAL, LiveService, SseEvent, read_events, serve, stream_turn
 from app.demo.fixtures import LI_LEI, LI_LEI_EMAIL, SHIPPED_ORDER
 from app.demo.testing import SmtpSink
+from app.testing import TERMINAL, LiveService, SseEvent, read_events, serve, stream_turn
 from tests.conftest import new_session
 from tests.demo.conftest import query
 

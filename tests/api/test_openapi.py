@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.api.testing import LiveService
+from app.testing import LiveService
 
 
 async def test_every_schema_has_a_plain_unique_name(service: LiveService) -> None:

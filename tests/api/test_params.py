@@ -10,8 +10,8 @@ import json
 
 import httpx
 
-from app.api.testing import LiveService, SseEvent, read_events, stream_turn
 from app.llm.testing import FakeLLMServer, Reply
+from app.testing import LiveService, SseEvent, read_events, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from app.api.testing import LiveService, serve
+from app.testing import LiveService, serve
 from tests.conftest import new_session
 
 

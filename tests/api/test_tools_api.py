@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, SseEvent, read_events, serve
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.testing import LiveService, SseEvent, read_events, serve
 from tests.api.test_sessions import assert_error
 from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from app.api.testing import LiveService, SseEvent, serve, stream_turn, stream_turn_deciding
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.testing import LiveService, SseEvent, serve, stream_turn, stream_turn_deciding
 from app.tools.mcp.testing import scripted_stdio
 from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC

@@ -7,9 +7,9 @@ import asyncio
 import json
 from typing import Any
 
-from app.api.testing import LiveService, serve, stream_turn
 from app.conversation.loop import MAX_ROUNDS_REPLY
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply, ToolCall, ToolCalls
+from app.testing import LiveService, serve, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 from tests.llm import paths

@@ -6,9 +6,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from app.api.testing import serve
 from app.llm.testing import FakeLLMServer, Hang, Reply
 from app.llm.testing_rules import RuleModel
+from app.testing import serve
 from bench._load_users import take_turn
 from tests.conftest import new_session
 

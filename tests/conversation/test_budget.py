@@ -16,8 +16,8 @@ from app.conversation.budget import (
     is_anchor,
     plan_context,
 )
-from app.conversation.tokens import estimate_message
 from app.llm.testing import Fail, Reply, ScriptedLLM
+from app.text.tokens import estimate_message
 
 SYSTEM = "You are Hermes, a customer-service assistant."
 GOAL = "我要退掉订单 123456789012 里的耳机，并且退款到原支付方式"

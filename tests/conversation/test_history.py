@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve
 from app.conversation.history import SessionHistory
 from app.llm.testing import Fail, FakeLLMServer, Reply, Step, ToolCall, ToolCalls
+from app.testing import LiveService, serve
 from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC
 

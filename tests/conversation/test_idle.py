@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.api.testing import read_events, serve
 from app.llm.testing import FakeLLMServer, Reply
+from app.testing import read_events, serve
 from tests.conftest import new_session
 
 

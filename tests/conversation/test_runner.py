@@ -9,10 +9,10 @@ import re
 import time
 from typing import Any
 
-from app.api.testing import LiveService, serve
 from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.storage.sqlite import DbCounts
+from app.testing import LiveService, serve
 from tests.conftest import new_session
 
 # Before this was counted and cut (8bfc37a), a plain turn took 16 write jobs, 14 events, ~55

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.api.testing import LiveService, serve
 from app.demo.fixtures import HAN_MEIMEI, LI_LEI, SHIPPED_ORDER, SHIPPED_TRACKING
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.settings import Settings
+from app.testing import LiveService, serve
 
 ACME = "acme-agent-key-000001"
 GLOBEX = "globex-agent-key-0001"

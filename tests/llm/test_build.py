@@ -51,7 +51,7 @@ def test_the_local_model_needs_a_parser() -> None:
 _SERVE_ONE_TURN = """
 import asyncio, sys
 from pathlib import Path
-from app.api.testing import serve
+from app.testing import serve
 from app.settings import Settings
 
 async def main() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from app.api.testing import LiveService, SseEvent, serve, stream_turn
 from app.llm.testing import FakeLLMServer, RecordedRequest, Reply, ToolCall, ToolCalls
 from app.llm.testing_rules import ASK_PHONE, RuleModel
+from app.testing import LiveService, SseEvent, serve, stream_turn
 from tests.conftest import new_session
 
 

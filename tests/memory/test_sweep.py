@@ -5,7 +5,8 @@ import asyncio
 from app.memory.queries import ListFilter
 from app.memory.records import Draft
 from app.memory.service import MemoryService
-from app.memory.sweep import MemorySweeper, Retention
+from app.memory.sweep import Retention
+from app.memory.sweeper import MemorySweeper
 from app.memory.testing import FixedClock
 from tests.memory.conftest import ALICE, BOB
 

@@ -6,8 +6,8 @@ import pytest
 
 from app.nlu.pipeline import NLUPipeline
 from app.nlu.slot_features import decode
-from app.nlu.text import tokenize
 from app.nlu.types import INTENTS
+from app.text.fold import tokenize
 
 
 def _slots(nlu: NLUPipeline, text: str) -> list[tuple[str, str, str]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.nlu.slot_features import bio_labels, decode, sentence_features, shape
-from app.nlu.text import fold, tokenize
+from app.text.fold import fold, tokenize
 
 
 def test_labels_and_decoding_round_trip() -> None:

@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from app.api.testing import LiveService
 from app.conversation.events import EventBus
 from app.llm.gateway import RequestedToolCall
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
@@ -27,6 +26,7 @@ from app.storage.approvals import ApprovalStore
 from app.storage.sessions import SessionStore
 from app.storage.sqlite import Database
 from app.storage.tool_calls import ToolCallStore
+from app.testing import LiveService
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import TurnScope, idempotency_key
 from app.tools.executor import ExecutorConfig, ToolExecutor

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.api.testing import LiveService, serve, stream_turn
 from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.observability import metrics
+from app.testing import LiveService, serve, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools.fixture_tools import REC
@@ -184,7 +184,7 @@ async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
     events = []
     async with svc.client.stream("POST", url, headers={"Accept": "text/event-stream"}) as response:
         assert response.status_code == 200
-        from app.api.testing import read_events
+        from app.testing import read_events
 
         async for event in read_events(response, until="turn.completed"):
             events.append(event)

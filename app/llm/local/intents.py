@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.conversation.tokens import estimate_tokens
 from app.llm.local.templates import ASK
 from app.llm.local.transcript import Outcome
+from app.text.tokens import estimate_tokens
 
 TOOL_OF = {
     "order_status": "query_order_status",

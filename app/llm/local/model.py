@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.tokens import estimate_message, estimate_tokens
 from app.llm.catalog import LOCAL_MODEL
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
 from app.nlu.types import Parser
+from app.text.tokens import estimate_message, estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,9 @@ from app.llm.local.intents import (
 from app.llm.local.mail import latest_facts, plan_email
 from app.llm.local.replies import result_reply
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, language, read
+from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, read
 from app.nlu.types import Parser, ParseResult, Slot
+from app.text.language import latest_language
 
 LOW_CONFIDENCE = "low_confidence"
 _HANDOFF_INTENTS = frozenset({"human_handoff", "out_of_scope", LOW_CONFIDENCE})
@@ -163,7 +164,7 @@ class DialoguePolicy:
                 u.intent, u.continued = intent, False
             u.memory.add(slots, index, turn.text)
             active = u.intent if u.intent in TOOL_INTENTS else None
-        u.language = "zh" if language(residuals) == "zh" else "en"
+        u.language = latest_language(reversed(residuals))
         return u
 
     def _continues(

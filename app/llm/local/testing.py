@@ -10,8 +10,8 @@ real classifier has never seen; slot values are located in the text to give real
 
 from __future__ import annotations
 
-from app.conversation.tokens import has_cjk
 from app.nlu.types import INTENTS, SLOTS, IntentScore, ParseResult, Slot
+from app.text.language import latest_language
 
 
 def utterance(text: str, intent: str, confidence: float = 0.95, **slots: str) -> ParseResult:
@@ -34,7 +34,7 @@ def utterance(text: str, intent: str, confidence: float = 0.95, **slots: str) ->
         confidence=confidence,
         ranking=ranking,
         slots=sorted(found, key=lambda s: s.start),
-        language="zh" if has_cjk(text) else "en",
+        language=latest_language([text]),
     )
 
 

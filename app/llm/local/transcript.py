@@ -8,14 +8,10 @@ the tool exchanges of the current turn (calls after the last user message, with 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.tokens import has_cjk
-
-_LATIN = re.compile(r"[A-Za-z]")
 # Recalled memory comes as a `user` message of this name (app.memory.prompt.MESSAGE_NAME):
 # quoted notes from earlier sessions, not something the user said in this conversation.
 MEMORY_MESSAGE = "hermes_memory"
@@ -128,17 +124,3 @@ def parse_outcome(content: Any) -> Outcome:
     error = body.get("error")
     code = str(error.get("code") or "") if isinstance(error, dict) else ""
     return Outcome(str(body["status"]), body.get("data"), code)
-
-
-def language(texts: list[str]) -> str:
-    """Chinese if the latest user text that shows a script is Chinese, else English.
-
-    Callers pass the texts with slot values cut out: a bare answer such as "202405201234" or
-    "SF123456789CN" shows no script of its own, so earlier messages decide.
-    """
-    for text in reversed(texts):
-        if has_cjk(text):
-            return "zh"
-        if _LATIN.search(text):
-            return "en"
-    return "en"

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from app.conversation.tokens import estimate_message, estimate_tokens
 from app.llm.build import ChainOptions, build_chain
 from app.llm.catalog import LOCAL_MODEL, ModelApi, ModelConfig, with_local_fallback
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta, collect
@@ -17,6 +16,7 @@ from app.llm.local.model import LocalModel, LocalModelConfig, split_text
 from app.llm.local.testing import ScriptedParser
 from app.llm.retry import RetryPolicy
 from app.llm.testing import Fail, FakeLLMServer
+from app.text.tokens import estimate_message, estimate_tokens
 from tests.llm.local.chat import SHIPPED_ORDER, success, tool_call, tool_result, user
 
 ORDER = "202405201234"

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.api.testing import serve, stream_turn
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.testing import serve, stream_turn
 from app.tools.mcp.testing import scripted_stdio
 from tests.conftest import new_session
 from tests.tools.mcp.helpers import CONNECT_S, call

@@ -1,8 +1,8 @@
-"""Folding keeps offsets; tokens carry them; language detection."""
+"""Folding keeps offsets; tokens carry them."""
 
 from __future__ import annotations
 
-from app.nlu.text import detect_language, fold, tokenize
+from app.text.fold import fold, tokenize
 
 
 def test_fold_is_half_width_lower_case_and_keeps_every_offset() -> None:
@@ -26,12 +26,3 @@ def test_tokens_point_back_into_the_original_text() -> None:
 
 def test_numbers_glued_to_letters_stay_one_token() -> None:
     assert [t.text for t in tokenize("300rmb 1,200 don't")] == ["300rmb", "1,200", "don't"]
-
-
-def test_language() -> None:
-    assert detect_language("我的订单到哪了") == "zh"
-    assert detect_language("订单 202405201234") == "zh"
-    assert detect_language("iPhone 15 手机壳坏了") == "zh"
-    assert detect_language("where is my parcel SF123456789CN") == "en"
-    assert detect_language("202405201234") == "en"
-    assert detect_language("I want to 退款 please") == "en"

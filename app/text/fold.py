@@ -1,4 +1,4 @@
-"""Text folding, tokens with character offsets, and language detection.
+"""Text folding and tokens with character offsets.
 
 Both models and every normaliser see the same folded text: full-width forms become ASCII and
 letters are lower-cased, one character at a time, so an offset into the folded text is the
@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-Kind = Literal["email", "num", "word", "cjk", "other"]
+from app.text.script import HAN
 
-# CJK Unified Ideographs (and extension A, compatibility ideographs).
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+Kind = Literal["email", "num", "word", "cjk", "other"]
 
 # Order matters: an email swallows its dots and digits; a bare number keeps its decimal point
 # and thousands separators unless letters follow ("300rmb" stays one word token).
@@ -24,7 +23,7 @@ _TOKEN = re.compile(
     r"(?P<email>[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})"
     r"|(?P<num>[0-9]+(?:[.,][0-9]+)*(?![a-z0-9]))"
     r"|(?P<word>[a-z0-9]+(?:'[a-z]+)?)"
-    r"|(?P<cjk>[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])"
+    rf"|(?P<cjk>[{HAN}])"
     r"|(?P<other>\S)"
 )
 
@@ -60,19 +59,3 @@ def tokenize(text: str) -> list[Token]:
         Token(m.group(), m.start(), m.end(), m.lastgroup)  # type: ignore[arg-type]
         for m in _TOKEN.finditer(folded)
     ]
-
-
-def is_cjk(ch: str) -> bool:
-    return _CJK.match(ch) is not None
-
-
-def detect_language(text: str) -> str:
-    """ "zh" when Chinese characters carry the sentence, else "en".
-
-    Ids and tracking numbers are Latin in both languages, so only alphabetic words count
-    against the Chinese characters."""
-    cjk = len(_CJK.findall(text))
-    if cjk == 0:
-        return "en"
-    words = sum(1 for t in tokenize(text) if t.kind == "word" and t.text.isalpha())
-    return "zh" if cjk >= words else "en"

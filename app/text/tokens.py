@@ -7,13 +7,9 @@ characters a token. Estimates err on the high side so budgets hold.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
-_CJK = re.compile(
-    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
-)
 _MESSAGE_OVERHEAD = 4
 
 
@@ -33,7 +29,3 @@ def estimate_message(message: Mapping[str, Any]) -> int:
     if message.get("tool_calls"):
         total += estimate_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))
     return total
-
-
-def has_cjk(text: str | None) -> bool:
-    return bool(text) and _CJK.search(text or "") is not None
