@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import uvicorn
@@ -380,7 +380,8 @@ def fake_llm(*steps: Step, default: Step | None = None) -> Any:
 
 
 class ScriptedLLM:
-    """`ChatModel` that plays scripted steps without any network; records each request."""
+    """`ChatModel` that plays scripted steps without any network; records each request as it
+    was sent (its messages copied: the loop goes on appending to the list it passed)."""
 
     def __init__(self, *steps: Step, default: Step | None = None) -> None:
         self._steps: deque[Step] = deque(steps)
@@ -394,7 +395,7 @@ class ScriptedLLM:
         from app.errors import UpstreamLLMError
         from app.llm.gateway import StreamEnd, TextDelta, ToolCallDelta
 
-        self.requests.append(request)
+        self.requests.append(replace(request, messages=list(request.messages)))
         step = self._steps.popleft() if self._steps else self.default
         if isinstance(step, Hang):
             await asyncio.sleep(step.seconds)

@@ -243,6 +243,7 @@ class Database:
         except sqlite3.Error as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
+        isolated = batch
         if len(batch) == 1:  # alone in its transaction: no savepoint needed to isolate it
             job = batch[0]
             try:
@@ -251,8 +252,8 @@ class Database:
                 self._control(conn, "ROLLBACK")
                 return [(job, None, exc)]
             outcomes.append((job, result, None))
-            batch = []
-        for job in batch:
+            isolated = []
+        for job in isolated:
             self._control(conn, "SAVEPOINT job")
             try:
                 result = job.fn(conn)

@@ -7,13 +7,21 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from app.conversation.loop import TurnOutcome
 from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
-from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.errors import UpstreamLLMError
+from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.principal import LOCAL
+from app.storage.records import Turn
 from app.storage.sqlite import DbCounts
 from app.testing import LiveService, serve
 from tests.conftest import new_session
+from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
 
 # Before this was counted and cut (8bfc37a), a plain turn took 16 write jobs, 14 events, ~55
 # statements and 9 reads; an order-status turn 25 jobs, 21 events, ~90 statements. Now a plain
@@ -101,3 +109,154 @@ async def test_an_order_status_turn_costs_a_bounded_number_of_writes_reads_and_e
     assert tools and "query_order_status" in str(tools[0]["tools"])
     for cost in costs:
         assert within(cost, ORDER_STATUS), cost
+
+
+# -- in-process: the runner on the turn core, no socket (tests/conversation/core.py) ---------
+
+
+async def run_turn(core: Core, session_id: str, text: str) -> tuple[Turn, TurnOutcome]:
+    await core.accept(session_id, text)
+    claimed = await core.turns.claim_next(session_id)
+    assert claimed is not None
+    outcome = await core.runner.run(claimed.turn, claimed.user_id)
+    stored = await core.turns.get(session_id, claimed.turn.id)
+    assert stored is not None
+    return stored, outcome
+
+
+async def test_one_turn_stores_the_reply_snapshot_and_events(tmp_path: Path) -> None:
+    async with open_core(tmp_path, Reply("Hi! How can I help?", chunks=1)) as core:
+        session_id = await core.new_session()
+
+        turn, outcome = await run_turn(core, session_id, "hello")
+
+        assert (turn.status, outcome.text) == ("completed", "Hi! How can I help?")
+        assert await core.reply(turn) == "Hi! How can I help?"
+        assert types(await core.log(session_id), turn_id=turn.id) == [
+            "turn.started",
+            "message.delta",
+            "message.completed",
+            "turn.completed",
+        ]
+        [request] = core.model.requests
+        assert [(m["role"], m["content"]) for m in request.messages] == [
+            ("system", SYSTEM_PROMPT),
+            ("user", "hello"),
+        ]
+        snapshot = await core.snapshots.get(session_id)
+        assert snapshot is not None
+        assert (snapshot.active_goal, snapshot.state["last_turn"]) == ("hello", 1)
+        # A reply that asks something waits for the user's answer.
+        steps = await core.steps.for_session(LOCAL.tenant_id, session_id, turn.id)
+        assert [(s.action_type, s.status) for s in steps][-1] == ("ask_user", "running")
+
+
+async def test_a_turn_with_a_tool_records_call_result_and_completed_step(tmp_path: Path) -> None:
+    async with open_core(
+        tmp_path,
+        ToolCalls(ToolCall("lookup", {"key": "k"}, id="c1")),
+        Reply("k is known.", chunks=1),
+    ) as core:
+        session_id = await core.new_session()
+
+        turn, _ = await run_turn(core, session_id, "look k up")
+
+        assert (turn.status, turn.rounds) == ("completed", 1)
+        stored = await core.history(session_id)
+        assert [(m.role, m.tool_call_id) for m in stored] == [
+            ("user", None),
+            ("assistant", None),
+            ("tool", "c1"),
+            ("assistant", None),
+        ]
+        assert stored[-1].content == "k is known."
+        assert types(await core.log(session_id), turn_id=turn.id) == [
+            "turn.started",
+            "tool.started",
+            "tool.completed",
+            "message.delta",
+            "message.completed",
+            "turn.completed",
+        ]
+        snapshot = await core.snapshots.get(session_id)
+        assert snapshot is not None
+        assert snapshot.completed_steps == [
+            {"turn": 1, "tool": "lookup", "call_id": "c1", "status": "success"}
+        ]
+
+
+async def test_a_failing_model_leaves_the_turn_to_its_manager_with_its_records_kept(
+    tmp_path: Path,
+) -> None:
+    async with open_core(
+        tmp_path, ToolCalls(ToolCall("save_note", {"text": "once"}, id="c1")), Fail(503)
+    ) as core:
+        session_id = await core.new_session()
+        await core.accept(session_id, "note this")
+        claimed = await core.turns.claim_next(session_id)
+        assert claimed is not None
+
+        with pytest.raises(UpstreamLLMError):
+            await core.runner.run(claimed.turn, claimed.user_id)
+
+        turn = await core.turns.get(session_id, claimed.turn.id)
+        assert turn is not None and turn.status == "running"  # the manager fails it
+        await eventually_stored(core, session_id, 3)
+        assert [m.role for m in await core.history(session_id)] == ["user", "assistant", "tool"]
+
+        # Resumed from the failed model step: the note is not written again.
+        await core.turns.fail(claimed.turn, "llm_unavailable", "down")
+        steps = await core.steps.for_session(LOCAL.tenant_id, session_id, claimed.turn.id)
+        failed = [s for s in steps if s.status == "failed"]
+        assert [s.action_type for s in failed] == ["generate_response"]
+        reopened = await core.turns.reopen(claimed.turn, failed[0].id)
+        assert reopened is not None
+        core.model.enqueue(Reply("Noted."))
+        again = await core.turns.claim_next(session_id)
+        assert again is not None
+
+        outcome = await core.runner.run(again.turn, again.user_id)
+
+        assert (outcome.text, outcome.rounds) == ("Noted.", 1)
+        assert RAN == [("save_note", {"text": "once"})]
+        last = core.model.requests[-1].messages
+        assert [m["role"] for m in last] == ["system", "user", "assistant", "tool"]
+
+
+async def eventually_stored(core: Core, session_id: str, count: int) -> None:
+    """A failed turn's held writes go out on their own, without being awaited."""
+    deadline = time.monotonic() + 5
+    while len(await core.history(session_id)) < count:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.005)
+
+
+async def test_history_and_snapshot_after_several_turns(tmp_path: Path) -> None:
+    async with open_core(
+        tmp_path, Reply("one"), ToolCalls(ToolCall("lookup", {"key": "b"})), Reply("two")
+    ) as core:
+        core.model.enqueue(Reply("three"))
+        session_id = await core.new_session()
+
+        for text in ("first", "second", "third"):
+            await run_turn(core, session_id, text)
+
+        last = core.model.requests[-1].messages
+        # The system prompt, and the goal the session started with, kept in view.
+        assert [m["content"] for m in last if m["role"] == "system"][1].endswith("\nfirst")
+        assert [m["role"] for m in last if m["role"] != "system"] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
+        assert [m["content"] for m in last if m["role"] == "user"] == ["first", "second", "third"]
+        snapshot = await core.snapshots.get(session_id)
+        assert snapshot is not None
+        assert (snapshot.active_goal, snapshot.state["last_turn"]) == ("first", 3)
+        assert [s["turn"] for s in snapshot.completed_steps] == [2]
+        stored = await core.history(session_id)
+        assert [m.turn_number for m in stored] == [1, 1, 2, 2, 2, 2, 3, 3]

@@ -142,3 +142,19 @@ async def test_a_lone_failing_job_leaves_nothing_behind(db: Database) -> None:
     await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on
     row = await db.fetchone("SELECT v FROM t WHERE k = 1")
     assert row is not None and row["v"] == "b"
+
+
+async def test_a_lone_job_whose_commit_fails_gets_the_error(db: Database) -> None:
+    # A deferred foreign key is checked at COMMIT: the job itself runs fine, its commit fails.
+    await db.write(lambda c: c.execute("CREATE TABLE parent (k INTEGER PRIMARY KEY)"))
+    await db.write(lambda c: c.execute("CREATE TABLE child (k INTEGER REFERENCES parent (k))"))
+
+    def orphan(c: sqlite3.Connection) -> None:
+        c.execute("PRAGMA defer_foreign_keys = ON")
+        c.execute("INSERT INTO child VALUES (1)")
+
+    async with asyncio.timeout(5):  # before the fix, the caller waited forever
+        with pytest.raises(sqlite3.IntegrityError):
+            await db.write(orphan)
+    assert await db.fetchall("SELECT * FROM child") == []
+    await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on

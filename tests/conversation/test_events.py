@@ -1,0 +1,160 @@
+"""Follower: replay from the log, then live events from the bus, each exactly once and in order;
+a gap or a full queue sends it back to the log. Real SQLite log, real bus, no HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.conversation.events import EventBus, Follower
+from app.settings import PROJECT_ROOT
+from app.storage.events import EventStore
+from app.storage.records import Event
+from app.storage.sessions import SessionStore
+from app.storage.sqlite import Database
+from app.storage.tx import Store, Tx
+
+TENANT = "default"
+DEADLINE_S = 5.0
+
+
+@dataclass
+class Log:
+    db: Database
+    bus: EventBus
+    events: EventStore
+    loud: Store  # commits and publishes, as every store of the service does
+    quiet: Store  # commits without publishing (as another process would)
+    session_id: str
+
+    async def append(self, *types: str, publish: bool = True) -> list[int]:
+        """Commit one event per type in one transaction; their sequence numbers."""
+
+        def emit(tx: Tx) -> list[int]:
+            return [tx.emit(self.session_id, TENANT, t, {"n": t}).seq for t in types]
+
+        return await (self.loud if publish else self.quiet).transact(emit)
+
+    def follow(self, after: int, *, keepalive_s: float = DEADLINE_S, **kw: object) -> Follower:
+        return Follower(
+            self.bus,
+            self.events,
+            self.session_id,
+            after=after,
+            keepalive_s=keepalive_s,
+            **kw,  # type: ignore[arg-type]
+        )
+
+
+@pytest.fixture
+async def log(tmp_path: Path) -> AsyncIterator[Log]:
+    db = await Database(tmp_path / "events.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+    bus = EventBus()
+    session = await SessionStore(db, bus.publish).create(TENANT, "u1", {})  # event 1
+    yield Log(db, bus, EventStore(db), Store(db, bus.publish), Store(db), session.id)
+    await db.close()
+
+
+async def take(follower: Follower, n: int) -> list[int]:
+    """The sequence numbers of the next `n` events (keep-alive ticks fail the test)."""
+    seqs = []
+    async with asyncio.timeout(DEADLINE_S):
+        for _ in range(n):
+            event = await anext(follower)
+            assert isinstance(event, Event), "a keep-alive tick instead of an event"
+            seqs.append(event.seq)
+    return seqs
+
+
+async def test_replays_the_log_then_hands_over_to_live_events_without_duplicates(
+    log: Log,
+) -> None:
+    await log.append("a", "b", "c")  # seq 2, 3, 4
+    follower = log.follow(after=2)
+    # Committed after the follower subscribed and before it read the log: in both.
+    await log.append("d")  # 5
+    try:
+        assert await take(follower, 3) == [3, 4, 5]
+        pending = asyncio.ensure_future(take(follower, 2))
+        await log.append("e")
+        await log.append("f")
+        assert await pending == [6, 7]
+    finally:
+        await follower.aclose()
+    assert log.bus.subscriber_count() == 0
+
+
+async def live(log: Log, follower: Follower) -> int:
+    """Bring the follower to its live phase: it has yielded an event and read the log since."""
+    [seq] = await log.append("warm-up")
+    assert await take(follower, 1) == [seq]
+    return seq
+
+
+async def test_a_gap_in_live_events_is_filled_from_the_log(log: Log) -> None:
+    follower = log.follow(after=1)
+    try:
+        last = await live(log, follower)
+        await log.append("elsewhere", publish=False)  # stored, never published here
+        await log.append("x", "y")  # published; the first follows a gap
+        assert await take(follower, 3) == [last + 1, last + 2, last + 3]
+    finally:
+        await follower.aclose()
+
+
+async def test_a_follower_that_falls_behind_goes_back_to_the_log(log: Log) -> None:
+    follower = log.follow(after=1)
+    try:
+        await live(log, follower)
+        # More events in one commit than its queue holds: the rest are dropped from the queue.
+        seqs = await log.append(*(f"e{i}" for i in range(1500)))
+        assert await take(follower, 1500) == seqs
+    finally:
+        await follower.aclose()
+
+
+async def test_keepalive_ticks_while_nothing_happens(log: Log) -> None:
+    follower = log.follow(after=1, keepalive_s=0.01)
+    try:
+        async with asyncio.timeout(DEADLINE_S):
+            assert await anext(follower) is None
+            waiting = asyncio.ensure_future(anext(follower))
+            await log.append("late")
+            while (event := await waiting) is None:  # ticks until it arrives
+                waiting = asyncio.ensure_future(anext(follower))
+        assert event.seq == 2
+    finally:
+        await follower.aclose()
+
+
+async def test_stops_after_the_event_it_waits_for(log: Log) -> None:
+    await log.append("a", "stop", "after")
+    follower = log.follow(after=0, until=lambda e: e.type == "stop")
+    seen = []
+    async with asyncio.timeout(DEADLINE_S):
+        async for event in follower:
+            assert event is not None
+            seen.append(event.type)
+    await follower.aclose()
+    assert seen == ["session.created", "a", "stop"]
+
+
+async def test_ends_when_the_session_is_closed_or_gone(log: Log) -> None:
+    follower = log.follow(after=1)
+    waiting = asyncio.ensure_future(anext(follower))
+    await asyncio.sleep(0)
+    log.bus.close_session(log.session_id)
+    with pytest.raises(StopAsyncIteration):
+        async with asyncio.timeout(DEADLINE_S):
+            await waiting
+    await follower.aclose()
+
+    missing = Follower(log.bus, log.events, "ses_missing", after=0, keepalive_s=DEADLINE_S)
+    with pytest.raises(StopAsyncIteration):
+        async with asyncio.timeout(DEADLINE_S):
+            await anext(missing)
+    await missing.aclose()
