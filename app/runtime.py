@@ -342,7 +342,6 @@ async def open_runtime(
             redactor=executor.redactor,
             channel=DualChannel(parser, settings.nlu_min_confidence),
             context=ContextBuilder(
-                snapshots,
                 settings.system_prompt,
                 BudgetConfig.from_settings(settings),
                 build_summarizer(settings, model),

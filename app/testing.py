@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from app.events import TERMINAL_TURN_EVENTS, EventType
 from app.llm.gateway import ChatModel
 from app.main import create_app
 from app.runtime import Runtime
@@ -139,7 +140,7 @@ async def read_events(
                 return
 
 
-TERMINAL = ("turn.completed", "turn.failed")
+TERMINAL = TERMINAL_TURN_EVENTS
 
 
 async def stream_turn(
@@ -165,7 +166,7 @@ async def stream_turn(
             raise AssertionError(f"{response.status_code}: {response.text}")
         async for event in read_events(response):
             events.append(event)
-            if decide is not None and event.event == "approval.requested":
+            if decide is not None and event.event == EventType.APPROVAL_REQUESTED:
                 url = f"/v1/sessions/{session_id}/approvals/{event.data['approval_id']}"
                 decided = await client.post(url, json={"decision": decide})
                 if decided.status_code != 200:

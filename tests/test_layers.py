@@ -20,7 +20,7 @@ APP = ROOT / "app"
 # `app/__init__.py`, which holds only the version. Packages in one row do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("app", "errors"),
-    ("settings", "principal", "text"),
+    ("settings", "principal", "text", "events"),
     ("storage",),
     ("nlu", "memory", "resilience", "observability", "demo"),
     ("llm",),

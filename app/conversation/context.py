@@ -1,16 +1,26 @@
 """The messages a model call sees: system prompt, goal, snapshot summary, extra notes (NLU
 system notes; recalled memory as a quoted `user` block), and the conversation within the
-token budget (folded into the summary when it grows; see `app.conversation.budget`)."""
+token budget (folded into the summary when it grows; see `app.conversation.budget`).
+
+Planning is pure; folding (`ContextBuilder.summarise`) is a separate, named step because it may
+call a model, and its result is stored by the turn runner with the rest of the snapshot."""
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, cast
 
-from app.conversation.budget import BudgetConfig, ContextTurn, Summarizer, fold, plan_context
+from app.conversation.budget import (
+    BudgetConfig,
+    ContextPlan,
+    ContextTurn,
+    Summarizer,
+    fold,
+    plan_context,
+)
 from app.llm.messages import (
     AssistantMessage,
     ChatMessage,
@@ -19,7 +29,6 @@ from app.llm.messages import (
     ToolMessage,
 )
 from app.storage.records import Message, Snapshot
-from app.storage.snapshots import SnapshotStore
 
 log = logging.getLogger(__name__)
 
@@ -114,73 +123,80 @@ def flatten(turns: list[ContextTurn]) -> list[ChatMessage]:
 
 
 @dataclass(frozen=True)
-class Planned:
-    """What one model call sees, and the snapshot as it stands after planning it (a new
-    version when old turns were folded into the summary)."""
+class Compaction:
+    """Old turns folded into a new version of the snapshot's summary (see `summarise`): the
+    snapshot fields that change, and the plan of the model call over what is left."""
 
-    messages: list[ChatMessage]
-    snapshot: Snapshot | None
+    summary: str
+    summary_version: int
+    summarized_turns: int
+    plan: ContextPlan
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "summary_version": self.summary_version,
+            "summarized_turns": self.summarized_turns,
+        }
 
 
 class ContextBuilder:
-    """Plans each model call within the budget; folds old turns into the snapshot's summary
-    (a new version) before the window fills."""
+    """Plans each model call within the budget, in two explicit steps: `plan` is pure and
+    cheap; when the plan says folding is due, `summarise` folds old turns into a new summary,
+    which may call a model. Neither writes anything: the caller stores the new summary with the
+    rest of the session's snapshot."""
 
-    def __init__(
-        self,
-        snapshots: SnapshotStore,
-        system_prompt: str,
-        config: BudgetConfig,
-        summarizer: Summarizer,
-    ) -> None:
-        self.snapshots = snapshots
+    def __init__(self, system_prompt: str, config: BudgetConfig, summarizer: Summarizer) -> None:
         self.system_prompt = system_prompt
         self.config = config
         self.summarizer = summarizer
 
-    async def build(
-        self,
-        session_id: str,
-        snapshot: Snapshot | None,
-        turns: list[ContextTurn],
-        extra: list[ChatMessage],
-    ) -> Planned:
-        goal = snapshot.active_goal if snapshot else None
-        summary = snapshot.summary if snapshot else ""
-        version = snapshot.summary_version if snapshot else 0
-        plan = plan_context(
+    def plan(
+        self, snapshot: Snapshot | None, turns: list[ContextTurn], extra: list[ChatMessage]
+    ) -> ContextPlan:
+        """What the model call would see; `plan.summarize` says `summarise` is due first."""
+        return plan_context(
             self.system_prompt,
-            goal,
-            summary,
+            snapshot.active_goal if snapshot else None,
+            snapshot.summary if snapshot else "",
             turns,
-            summary_version=version,
+            summary_version=snapshot.summary_version if snapshot else 0,
             config=self.config,
             extra=extra,
         )
-        if plan.summarize:
-            folded = await fold(plan, summary, turns, self.summarizer, self.config)
-            fields: dict[str, Any] = {
-                "summary": folded.summary,
-                "summary_version": folded.summary_version,
-                "summarized_turns": folded.summarized_turns,
-            }
-            await self.snapshots.update(session_id, **fields)
-            if snapshot is not None:
-                snapshot = replace(snapshot, **fields)
-            log.info(
-                "folded turns up to %d into summary v%d",
-                folded.summarized_turns,
-                folded.summary_version,
-            )
-            plan = plan_context(
-                self.system_prompt,
-                goal,
-                folded.summary,
-                folded.remaining,
-                summary_version=folded.summary_version,
-                config=self.config,
-                extra=extra,
-            )
-        # Turns' messages are shared with the session's cached history: the model call (and
-        # whatever a provider library does to its input) gets copies.
-        return Planned([m.copy() for m in plan.messages], snapshot)
+
+    async def summarise(
+        self,
+        plan: ContextPlan,
+        snapshot: Snapshot | None,
+        turns: list[ContextTurn],
+        extra: list[ChatMessage],
+    ) -> Compaction:
+        """Fold the turns `plan` names into the summary (the summarizer may call a model) and
+        plan again over the turns left."""
+        summary = snapshot.summary if snapshot else ""
+        folded = await fold(plan, summary, turns, self.summarizer, self.config)
+        log.info(
+            "folded turns up to %d into summary v%d",
+            folded.summarized_turns,
+            folded.summary_version,
+        )
+        replanned = plan_context(
+            self.system_prompt,
+            snapshot.active_goal if snapshot else None,
+            folded.summary,
+            folded.remaining,
+            summary_version=folded.summary_version,
+            config=self.config,
+            extra=extra,
+        )
+        return Compaction(
+            folded.summary, folded.summary_version, folded.summarized_turns, replanned
+        )
+
+
+def messages_of(plan: ContextPlan) -> list[ChatMessage]:
+    """The plan's messages for the model call. Turns' messages are shared with the session's
+    cached history: the model call (and whatever a provider library does to its input) gets
+    copies."""
+    return [m.copy() for m in plan.messages]

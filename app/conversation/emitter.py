@@ -9,6 +9,10 @@ a fast model's reply costs one write and two events instead of a write and an ev
 Every delta is an ordinary event: its own sequence number, stored before it is published.
 
 The turn's writes go through `writes` (`TurnWrites`): held ones ride with the next.
+
+`TurnEmitter` is the turn's `TurnEvents` (app/tools/events.py) without step recording: model
+calls and queued tool calls announce nothing of their own; `StepRecorder` wraps it to add steps.
+Every event it stores is built by the catalogue (app/events.py).
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.llm.gateway import RequestedToolCall
+from app import events
+from app.events import NewEvent
+from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.storage.approvals import Approval
 from app.storage.records import Event, Turn
 from app.storage.tx import Store, TurnWrites, Tx
 from app.tools.results import ToolResult
+from app.tools.spec import ToolSpec
 
 _FLUSH_CHARS = 4096
 
@@ -60,12 +67,10 @@ class TurnEmitter:
         if not self._text:
             return
         turn = self.turn
-        data = {"turn_id": turn.id, "text": "".join(self._text)}
+        delta = events.message_delta(turn.id, "".join(self._text))
         self._text, self._chars = [], 0
         self._flushed_at = asyncio.get_running_loop().time()
-        future = self.writes.send(
-            lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
-        )
+        future = self.writes.send(lambda tx: tx.emit(turn.session_id, turn.tenant_id, *delta))
         self._pending.append(future)
         if len(self._pending) > 256:
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
@@ -77,11 +82,10 @@ class TurnEmitter:
             self._timer.cancel()
             self._timer = None
         if self._text:
-            turn, data = self.turn, {"turn_id": self.turn.id, "text": "".join(self._text)}
+            turn = self.turn
+            delta = events.message_delta(turn.id, "".join(self._text))
             self._text, self._chars = [], 0
-            self.writes.hold(
-                lambda tx: tx.emit(turn.session_id, turn.tenant_id, "message.delta", data, turn.id)
-            )
+            self.writes.hold(lambda tx: tx.emit(turn.session_id, turn.tenant_id, *delta))
 
     def send(self, write: Callable[[Tx], object]) -> None:
         """Queue a write of the turn without waiting for it: it is stored after the text
@@ -90,13 +94,10 @@ class TurnEmitter:
         self.flush()
         self._pending.append(self.writes.send(write))
 
-    async def emit(self, type: str, data: dict[str, Any]) -> Event:
+    async def emit(self, event: NewEvent) -> Event:
         turn = self.turn
-        payload = {"turn_id": turn.id, **data}
         await self.settle()
-        return await self.writes.now(
-            lambda tx: tx.emit(turn.session_id, turn.tenant_id, type, payload, turn.id)
-        )
+        return await self.writes.now(lambda tx: tx.emit(turn.session_id, turn.tenant_id, *event))
 
     async def settle(self) -> None:
         self.flush()
@@ -104,12 +105,34 @@ class TurnEmitter:
         if pending:
             await asyncio.gather(*pending)
 
-    # -- ToolEvents -----------------------------------------------------------------------------
+    # -- model calls: nothing to announce (a wrapping StepRecorder records them) ---------------
+
+    async def model_started(
+        self, round_no: int, model: str, tools: list[ToolSpec], messages: int
+    ) -> None:
+        return None
+
+    async def model_finished(
+        self, reply: ModelReply, offered: list[str], route: ModelRoute | None
+    ) -> None:
+        return None
+
+    async def model_failed(self, code: str, message: str, route: ModelRoute | None) -> None:
+        return None
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def queue_calls(
+        self,
+        round_no: int,
+        calls: list[RequestedToolCall],
+        specs: dict[str, ToolSpec],
+        reads: list[str],
+    ) -> list[RequestedToolCall]:
+        return []  # no queue to fill: every call may run
 
     async def started(self, call: RequestedToolCall) -> None:
-        await self.emit(
-            "tool.started", {"call_id": call.id, "tool": call.name, "status": "running"}
-        )
+        await self.emit(events.tool_started(self.turn.id, call.id, call.name))
 
     async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None:
         return None  # announced by the approval store as `approval.requested`
@@ -119,11 +142,5 @@ class TurnEmitter:
 
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
         await self.emit(
-            "tool.completed",
-            {
-                "call_id": call.id,
-                "tool": call.name,
-                "status": result.status,
-                "result": result.to_dict(),
-            },
+            events.tool_completed(self.turn.id, call.id, call.name, result.status, result.to_dict())
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from app.conversation.emitter import TurnEmitter
 from app.errors import UpstreamLLMError
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
@@ -25,11 +24,11 @@ from app.llm.gateway import (
 from app.llm.messages import ChatMessage
 from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
+from app.tools.events import TurnEvents
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.policy import TurnPolicy
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
-from app.workflow.recorder import StepRecorder
 
 MAX_ROUNDS_REPLY = {
     "en": (
@@ -89,10 +88,11 @@ class TurnRun:
     messages: list[ChatMessage]
     tools: list[ToolSpec]
     scope: TurnScope
-    emitter: TurnEmitter
+    # Where the turn reports (text, model calls, tool calls): the turn's emitter, wrapped in a
+    # StepRecorder when steps are recorded.
+    emitter: TurnEvents
     transcript: Transcript
     user_text: str = ""
-    steps: StepRecorder | None = None
     resume: Resume | None = None
     policy: TurnPolicy = field(default_factory=TurnPolicy)
     # Calls the customer has just confirmed: they run first, before the model is asked.
@@ -133,7 +133,7 @@ class AgentLoop:
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
-        tools = self.executor.for_turn(run.scope, run.steps or run.emitter, run.policy)
+        tools = self.executor.for_turn(run.scope, run.emitter, run.policy)
         if run.resume is not None:
             outcome.rounds = run.resume.rounds_used
             if run.resume.pending_calls:
@@ -206,11 +206,7 @@ class AgentLoop:
         async def on_text(piece: str) -> None:
             run.emitter.delta(piece)
 
-        step = None
-        if run.steps is not None:
-            step = await run.steps.model_started(
-                round_no, self.model_label, run.tools, len(run.messages)
-            )
+        await run.emitter.model_started(round_no, self.model_label, run.tools, len(run.messages))
         routes: list[ModelRoute] = []  # which of the configured models answered
         try:
             try:
@@ -221,24 +217,20 @@ class AgentLoop:
             run.emitter.hold()  # the rest of the text goes with the next write
             await run.emitter.settle()
         except UpstreamLLMError as exc:
-            if run.steps is not None and step is not None:
-                route = exc.route if isinstance(exc, ModelsFailed) else None
-                await run.steps.model_failed(step, exc.code, exc.message, route)
+            failed_route = exc.route if isinstance(exc, ModelsFailed) else None
+            await run.emitter.model_failed(exc.code, exc.message, failed_route)
             raise
-        if run.steps is not None and step is not None:
-            route = routes[-1] if routes else None
-            await run.steps.model_finished(step, reply, [t.name for t in run.tools], route)
+        route = routes[-1] if routes else None
+        await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
         return reply
 
     async def _execute(
         self, run: TurnRun, tools: TurnTools, calls: list[RequestedToolCall], round_no: int
     ) -> None:
         """Run one response's tool calls and record each result as a `tool` message."""
-        refused: list[RequestedToolCall] = []
-        if run.steps is not None:
-            specs = {t.name: t for t in run.tools}
-            reads = [c.id for c in calls if tools.is_read(c)]
-            refused = await run.steps.queue_calls(round_no, calls, specs, reads)
+        specs = {t.name: t for t in run.tools}
+        reads = [c.id for c in calls if tools.is_read(c)]
+        refused = await run.emitter.queue_calls(round_no, calls, specs, reads)
         runnable = [c for c in calls if c not in refused]
         by_id = dict(zip([c.id for c in runnable], await tools.run_calls(runnable), strict=True))
         for call in calls:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
+from app import events
 from app.conversation import confirmation
-from app.conversation.context import ContextBuilder, flatten
+from app.conversation.context import ContextBuilder, flatten, messages_of
 from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
 from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_language
+from app.conversation.snapshot import store_fields, turn_end_fields
 from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
 from app.llm.messages import ChatMessage
@@ -20,13 +21,14 @@ from app.memory.port import TurnMemory
 from app.memory.records import Scope
 from app.storage.confirmations import ConfirmationStore
 from app.storage.messages import MessageStore, count_added
-from app.storage.records import Snapshot, Turn
-from app.storage.snapshots import SnapshotStore, update_snapshot
+from app.storage.records import Turn
+from app.storage.snapshots import SnapshotStore
 from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore, complete_turn, record_understanding
 from app.storage.tx import Tx
 from app.text.tokens import estimate_tokens
 from app.tools.context import TurnScope
+from app.tools.events import TurnEvents
 from app.tools.policy import Taint, TurnPolicy
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
@@ -34,10 +36,7 @@ from app.workflow.recorder import StepRecorder
 
 log = logging.getLogger(__name__)
 
-_GOAL_CHARS = 500
 _UNDERSTAND_TURNS = 4
-_COMPLETED_STEPS_KEPT = 20
-_UNTRUSTED_KEPT = 10
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,9 @@ class TurnRunner:
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
         transcript = Transcript(emitter.writes, turn)
         resume = resume_point(turn, own) if turn.resume_from_step else None
-        # (claiming the turn answered a waiting ask_user step)
-        recorder = StepRecorder(
+        # Where the turn reports: its emitter, with its steps recorded around it.
+        # (Claiming the turn answered a waiting ask_user step.)
+        reports: TurnEvents = StepRecorder(
             self.steps,
             TurnRef(turn.tenant_id, turn.session_id, turn.id),
             emitter,
@@ -141,23 +141,29 @@ class TurnRunner:
             extra.append(note)
         memory_scope = Scope(turn.tenant_id, user_id)
         untrusted: list[str] = []
-        if resume is None:
+        answer = None
+        if resume is None:  # not when a failed turn is resumed from its steps
             notes, untrusted = await self._recall(
-                turn, memory_scope, user_text, understanding, emitter
+                turn, memory_scope, user_text, understanding, reports
             )
             extra += notes
-        answer = None
-        if resume is None:
             answer = await confirmation.resolve(
                 self.confirmations, turn, user_text, before_writing=emitter.writes.release
             )
         tools = self.channel.tools_for(self.registry.offered(), understanding)
         confirmed = [answer.call] if answer is not None and answer.call is not None else []
-        planned = await self.context.build(turn.session_id, snapshot, turns, extra)
-        if planned.snapshot is not snapshot:
-            view.fold(planned.snapshot)
+        plan = self.context.plan(snapshot, turns, extra)
+        if plan.summarize:  # the one part of building the context that may call a model
+            compaction = await self.context.summarise(plan, snapshot, turns, extra)
+            # Stored with the turn's next write (the model step, the first text), or when the
+            # turn ends, however it ends.
+            emitter.writes.hold(store_fields(turn.session_id, compaction.fields()))
+            if snapshot is not None:
+                snapshot = replace(snapshot, **compaction.fields())
+                view.fold(snapshot)
+            plan = compaction.plan
         run = TurnRun(
-            messages=planned.messages,
+            messages=messages_of(plan),
             tools=tools,
             scope=TurnScope(
                 tenant_id=turn.tenant_id,
@@ -166,10 +172,9 @@ class TurnRunner:
                 turn_id=turn.id,
                 trace_id=turn.id,
             ),
-            emitter=emitter,
+            emitter=reports,
             transcript=transcript,
             user_text=user_text,
-            steps=recorder,
             resume=resume,
             policy=TurnPolicy(
                 offered=frozenset(t.name for t in tools),
@@ -195,10 +200,10 @@ class TurnRunner:
         finished: list[Finished] = []
 
         def at_end(tx: Tx) -> None:
-            fields = self._snapshot_fields(
+            fields = turn_end_fields(
                 turn, view.snapshot, user_text, transcript, understanding, run.policy.taint
             )
-            update_snapshot(tx, turn.session_id, **fields)
+            store_fields(turn.session_id, fields)(tx)
             # Only this turn's own messages above the watermark: the next turn need not read
             # them back (anything else added meanwhile, it will).
             added = count_added(
@@ -261,7 +266,7 @@ class TurnRunner:
         scope: Scope,
         user_text: str,
         understanding: Understanding | None,
-        emitter: TurnEmitter,
+        reports: TurnEvents,
     ) -> tuple[list[ChatMessage], list[str]]:
         """Recall what this user's history offers (or forget on request): the notes to add to
         the context (the recalled memory is a quoted `user` block, never a system note), and
@@ -274,7 +279,7 @@ class TurnRunner:
             return [], []
         notes: list[ChatMessage] = []
         if before.forget_command:
-            await emitter.emit("memory.forgotten", {"count": len(before.forgotten)})
+            await reports.emit(events.memory_forgotten(turn.id, len(before.forgotten)))
             notes.append(
                 {
                     "role": "system",
@@ -284,7 +289,7 @@ class TurnRunner:
                 }
             )
         if before.recall.event is not None:
-            await emitter.emit("memory.recalled", before.recall.event)
+            await reports.emit(events.memory_recalled(turn.id, before.recall.event))
         if before.recall.message is not None:
             notes.append(before.recall.message)
         untrusted = [
@@ -312,30 +317,3 @@ class TurnRunner:
             )
         except Exception:
             log.exception("memory extraction failed")
-
-    @staticmethod
-    def _snapshot_fields(
-        turn: Turn,
-        snapshot: Snapshot | None,
-        user_text: str,
-        transcript: Transcript,
-        understanding: Understanding | None,
-        taint: Taint,
-    ) -> dict[str, Any]:
-        fields: dict[str, Any] = {}
-        if snapshot is None or not snapshot.active_goal:
-            fields["active_goal"] = user_text[:_GOAL_CHARS]
-        if transcript.steps:
-            done = (snapshot.completed_steps if snapshot else []) + transcript.steps
-            fields["completed_steps"] = done[-_COMPLETED_STEPS_KEPT:]
-        state = dict(snapshot.state) if snapshot else {}
-        state["last_turn"] = turn.number
-        if taint.lasting:  # untrusted tool output stays in the conversation: so does its taint
-            state["untrusted"] = taint.lasting[-_UNTRUSTED_KEPT:]
-        if understanding is not None:
-            state["intent"] = understanding.result.intent
-            slots = dict(state.get("slots", {}))
-            slots.update({s.name: s.value for s in understanding.result.slots})
-            state["slots"] = slots
-        fields["state"] = state
-        return fields

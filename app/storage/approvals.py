@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app import events
 from app.storage import audit
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
@@ -106,18 +107,16 @@ class ApprovalStore(Store):
             tx.emit(
                 session_id,
                 tenant_id,
-                "approval.requested",
-                {
-                    "turn_id": turn_id,
-                    "approval_id": approval_id,
-                    "call_id": call_id,
-                    "tool": tool,
-                    "arguments": arguments,
-                    "sensitive": sensitive,
-                    "reason": reason,
-                    "expires_at": approval.expires_at,
-                },
-                turn_id=turn_id,
+                *events.approval_requested(
+                    turn_id,
+                    approval_id,
+                    call_id=call_id,
+                    tool=tool,
+                    arguments=arguments,
+                    sensitive=sensitive,
+                    reason=reason,
+                    expires_at=approval.expires_at,
+                ),
             )
             return approval
 
@@ -238,14 +237,12 @@ def _set(
     tx.emit(
         approval.session_id,
         approval.tenant_id,
-        "approval.resolved",
-        {
-            "turn_id": approval.turn_id,
-            "approval_id": approval.id,
-            "call_id": approval.call_id,
-            "tool": approval.tool,
-            "status": status,
-            "reason": reason,
-        },
-        turn_id=approval.turn_id,
+        *events.approval_resolved(
+            approval.turn_id,
+            approval.id,
+            call_id=approval.call_id,
+            tool=approval.tool,
+            status=status,
+            reason=reason,
+        ),
     )

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app import events
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -55,15 +56,9 @@ def _resolve(tx: Tx, found: Confirmation, status: ConfirmationStatus, turn_id: s
     tx.emit(
         found.session_id,
         found.tenant_id,
-        "confirmation.resolved",
-        {
-            "turn_id": turn_id,
-            "confirmation_id": found.id,
-            "call_id": found.call_id,
-            "tool": found.tool,
-            "status": status,
-        },
-        turn_id=turn_id,
+        *events.confirmation_resolved(
+            turn_id, found.id, call_id=found.call_id, tool=found.tool, status=status
+        ),
     )
 
 
@@ -104,16 +99,14 @@ class ConfirmationStore(Store):
             tx.emit(
                 session_id,
                 tenant_id,
-                "confirmation.requested",
-                {
-                    "turn_id": turn_id,
-                    "confirmation_id": confirmation_id,
-                    "call_id": call_id,
-                    "tool": tool,
-                    "readback": readback,
-                    "expires_at": tx.now + timeout_s,
-                },
-                turn_id=turn_id,
+                *events.confirmation_requested(
+                    turn_id,
+                    confirmation_id,
+                    call_id=call_id,
+                    tool=tool,
+                    readback=readback,
+                    expires_at=tx.now + timeout_s,
+                ),
             )
             found = _pending(tx, session_id)
             assert found is not None

@@ -8,11 +8,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.events import TERMINAL_TURN_EVENTS, EventType
+
 Role = Literal["system", "user", "assistant", "tool"]
 SessionStatus = Literal["active", "archived"]
 TurnStatus = Literal["queued", "running", "completed", "failed"]
-
-TERMINAL_TURN_EVENTS = frozenset({"turn.completed", "turn.failed"})
 
 
 def new_id(prefix: str) -> str:
@@ -132,7 +132,7 @@ class Event:
     session_id: str
     seq: int
     tenant_id: str
-    type: str
+    type: EventType
     data: dict[str, Any]
     turn_id: str | None
     created_at: float
@@ -143,7 +143,8 @@ class Event:
             session_id=row["session_id"],
             seq=row["seq"],
             tenant_id=row["tenant_id"],
-            type=row["type"],
+            # Every type ever stored is in the catalogue (it only grows), so old rows load.
+            type=EventType(row["type"]),
             data=json.loads(row["data"]),
             turn_id=row["turn_id"],
             created_at=row["created_at"],

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from app import events
 from app.storage.records import Session, dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -75,7 +76,7 @@ class SessionStore(Store):
                 " VALUES (?, ?, ?)",
                 (session_id, tenant_id, tx.now),
             )
-            tx.emit(session_id, tenant_id, "session.created", {"session_id": session_id})
+            tx.emit(session_id, tenant_id, *events.session_created(session_id))
             session = find_session(tx, tenant_id, session_id)
             assert session is not None
             return session
@@ -144,7 +145,7 @@ class SessionStore(Store):
                     " WHERE id = ?",
                     (tx.now, tx.now, session_id),
                 )
-                tx.emit(session_id, tenant_id, "session.archived", {"session_id": session_id})
+                tx.emit(session_id, tenant_id, *events.session_archived(session_id))
             return [r[0] for r in rows]
 
         return await self.transact(archive)

@@ -1,4 +1,7 @@
-"""The per-session snapshot: summary, active goal, state dict, pending/completed steps."""
+"""The per-session snapshot: summary, active goal, state dict, pending/completed steps.
+
+Written only inside a turn's own transactions (`update_snapshot`; see app/conversation/snapshot.py).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +34,3 @@ class SnapshotStore(Store):
             "SELECT * FROM session_snapshots WHERE session_id = ?", (session_id,)
         )
         return None if row is None else Snapshot.from_row(row)
-
-    async def update(self, session_id: str, **fields: Any) -> None:
-        await self.transact(lambda tx: update_snapshot(tx, session_id, **fields))

@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app import events
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -51,20 +52,21 @@ class Step:
                 values[name] = json.loads(values[name])
         return cls(**values)
 
-    def event(self) -> dict[str, Any]:
-        return {
-            "turn_id": self.turn_id,
-            "step_id": self.id,
-            "key": self.key,
-            "parent_id": self.parent_id,
-            "action_type": self.action_type,
-            "name": self.name,
-            "status": self.status,
-            "attempts": self.attempts,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "error": self.error,
-        }
+    def event(self) -> events.NewEvent:
+        """The `step.updated` event announcing this state of the step."""
+        return events.step_updated(
+            self.turn_id,
+            self.id,
+            key=self.key,
+            parent_id=self.parent_id,
+            action_type=self.action_type,
+            name=self.name,
+            status=self.status,
+            attempts=self.attempts,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            error=self.error,
+        )
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def _get(tx: Tx, step_id: str) -> Step:
 
 
 def _announce(tx: Tx, step: Step) -> Step:
-    tx.emit(step.session_id, step.tenant_id, "step.updated", step.event(), turn_id=step.turn_id)
+    tx.emit(step.session_id, step.tenant_id, *step.event())
     return step
 
 

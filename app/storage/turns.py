@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app import events
 from app.errors import QueueFull, SessionBusy
 from app.storage import steps
 from app.storage.messages import insert_message
@@ -36,9 +37,7 @@ def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
     tx.emit(
         turn.session_id,
         turn.tenant_id,
-        "intent.classified",
-        {"turn_id": turn.id, "message_id": turn.user_message_id, **data},
-        turn_id=turn.id,
+        *events.intent_classified(turn.id, turn.user_message_id, data),
     )
 
 
@@ -66,13 +65,7 @@ def turn_message(
 
 
 def _announce_failure(tx: Tx, turn: Turn, code: str, message: str) -> None:
-    tx.emit(
-        turn.session_id,
-        turn.tenant_id,
-        "turn.failed",
-        {"turn_id": turn.id, "code": code, "message": message},
-        turn_id=turn.id,
-    )
+    tx.emit(turn.session_id, turn.tenant_id, *events.turn_failed(turn.id, code, message))
 
 
 def _turn(tx: Tx, turn_id: str) -> Turn:
@@ -112,25 +105,18 @@ def complete_turn(
     )
     if snapshot is not None:
         snapshot(tx)
+    tx.emit(turn.session_id, turn.tenant_id, *events.message_completed(turn.id, message.id, text))
     tx.emit(
         turn.session_id,
         turn.tenant_id,
-        "message.completed",
-        {"turn_id": turn.id, "message_id": message.id, "text": text},
-        turn_id=turn.id,
-    )
-    tx.emit(
-        turn.session_id,
-        turn.tenant_id,
-        "turn.completed",
-        {
-            "turn_id": turn.id,
-            "message_id": message.id,
-            "model": model,
-            "rounds": rounds,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-        },
-        turn_id=turn.id,
+        *events.turn_completed(
+            turn.id,
+            message.id,
+            model=model,
+            rounds=rounds,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        ),
     )
     return message
 
@@ -183,7 +169,7 @@ class TurnStore(Store):
                     "UPDATE sessions SET status = 'active', archived_at = NULL WHERE id = ?",
                     (session_id,),
                 )
-                tx.emit(session_id, tenant_id, "session.resumed", {"session_id": session_id})
+                tx.emit(session_id, tenant_id, *events.session_resumed(session_id))
             message = insert_message(
                 tx,
                 session_id=session_id,
@@ -219,13 +205,7 @@ class TurnStore(Store):
                 (tx.now, tx.now, session_id),
             )
             if open_turns:
-                tx.emit(
-                    session_id,
-                    tenant_id,
-                    "turn.queued",
-                    {"turn_id": turn_id, "ahead": open_turns},
-                    turn_id=turn_id,
-                )
+                tx.emit(session_id, tenant_id, *events.turn_queued(turn_id, open_turns))
             return Accepted(_turn(tx, turn_id), created=True, ahead=open_turns, resumed=resumed)
 
         return await self.transact(accept)
@@ -251,10 +231,8 @@ class TurnStore(Store):
             )
             assert row is not None
             turn = Turn.from_row(row)
-            data = {"turn_id": turn.id, "user_message_id": turn.user_message_id}
-            if turn.resume_from_step:
-                data["resumed_from_step"] = turn.resume_from_step
-            tx.emit(session_id, turn.tenant_id, "turn.started", data, turn_id=turn.id)
+            started = events.turn_started(turn.id, turn.user_message_id, turn.resume_from_step)
+            tx.emit(session_id, turn.tenant_id, *started)
             if answer_waits and not turn.resume_from_step:
                 steps.answer_waits(tx, session_id, turn.user_message_id)
             (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
@@ -372,9 +350,7 @@ class TurnStore(Store):
             tx.emit(
                 turn.session_id,
                 turn.tenant_id,
-                "message.completed",
-                {"turn_id": turn.id, "message_id": message.id, "text": text, **metadata},
-                turn_id=turn.id,
+                *events.message_completed(turn.id, message.id, text, metadata),
             )
             return message
 

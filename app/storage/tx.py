@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from app.events import EventType
 from app.storage.records import Event, dumps
 from app.storage.sqlite import Database, DatabaseClosed, note_event
 
@@ -39,10 +40,12 @@ class Tx:
         self,
         session_id: str,
         tenant_id: str,
-        type: str,
+        type: EventType,
         data: dict[str, Any],
         turn_id: str | None = None,
     ) -> Event:
+        """Append an event (built by `app.events`: `tx.emit(session, tenant, *new_event)`)
+        to the session's log, with the session's next sequence number."""
         row = self.conn.execute(
             "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
             " RETURNING last_event_seq",

@@ -19,17 +19,17 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
-from app.storage.approvals import Approval
 from app.storage.confirmations import Confirmation, ConfirmationStore
 from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope, idempotency_key
+from app.tools.events import ToolEvents
 from app.tools.flow import ToolGuards
 from app.tools.policy import TurnPolicy, confirm, history, offered
 from app.tools.registry import RegisteredTool, ToolRegistry
@@ -41,16 +41,6 @@ from app.tools.status import ToolStatus, tool_statuses
 from app.tools.validation import InvalidArguments, parse_arguments, validate_arguments
 
 log = logging.getLogger(__name__)
-
-
-class ToolEvents(Protocol):
-    async def started(self, call: RequestedToolCall) -> None: ...
-
-    async def completed(self, call: RequestedToolCall, result: ToolResult) -> None: ...
-
-    async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None: ...
-
-    async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None: ...
 
 
 CONFIRMATION_REQUIRED = "confirmation_required"

@@ -1,8 +1,10 @@
 """Records the steps of one turn as it runs: every model call and tool call becomes a traced
 Step; independent reads of one model response form a batch step with its members.
 
-The recorder also implements the executor's `ToolEvents`, wrapping the turn's event emitter,
-so a tool call's step and its `tool.*` events move together.
+The recorder is a decorator around the turn's `TurnEvents` (app/tools/events.py): it records
+the step of each call it is told about and forwards every call to the emitter it wraps, so the
+loop and the executor report to one interface whether steps are recorded or not, and a tool
+call's step and its `tool.*` events move together.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from app.errors import ServiceError
+from app.events import NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
+from app.storage.records import Event
 from app.storage.steps import (
     NewStep,
     Step,
@@ -28,7 +32,7 @@ from app.storage.steps import (
     start_step,
 )
 from app.storage.tx import TurnWrites, Tx
-from app.tools.executor import ToolEvents
+from app.tools.events import TurnEvents
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
@@ -69,9 +73,10 @@ def _status_of(result: ToolResult) -> StepStatus:
 class StepRecorder:
     store: StepStore
     turn: TurnRef
-    inner: ToolEvents
+    inner: TurnEvents
     max_depth: int = 50
     redactor: Redactor = field(default_factory=Redactor)
+    _model_step: Step | None = None  # the model call under way (one at a time per turn)
     _call_steps: dict[str, Step] = field(default_factory=dict)
     _waits: dict[str, Step] = field(default_factory=dict)
     _batch: str | None = None
@@ -92,14 +97,33 @@ class StepRecorder:
         else:
             self.writes.hold(fn)
 
+    # -- the reply as it streams: nothing to record, forwarded -----------------------------------
+
+    def delta(self, text: str) -> None:
+        self.inner.delta(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def hold(self) -> None:
+        self.inner.hold()
+
+    async def settle(self) -> None:
+        await self.inner.settle()
+
+    async def emit(self, event: NewEvent) -> Event:
+        return await self.inner.emit(event)
+
     # -- model calls ----------------------------------------------------------------------------
 
-    async def model_started(self, round_no: int, model: str, tools: list[ToolSpec], n: int) -> Step:
+    async def model_started(
+        self, round_no: int, model: str, tools: list[ToolSpec], messages: int
+    ) -> None:
         step = NewStep(
             key=f"model:{round_no}",
             action_type="generate_response",
             name=model,
-            input_context={"messages": n, "tools": [t.name for t in tools]},
+            input_context={"messages": messages, "tools": [t.name for t in tools]},
             expected_output_schema=MODEL_OUTPUT_SCHEMA,
             status="running",  # a model call starts the moment it is queued
         )
@@ -111,13 +135,22 @@ class StepRecorder:
                 f"the session's step queue is full ({self.max_depth} steps)",
                 max_depth=self.max_depth,
             )
-        return queued[0]
+        self._model_step = queued[0]
+        await self.inner.model_started(round_no, model, tools, messages)
 
     async def model_finished(
-        self, step: Step, reply: ModelReply, offered: list[str], route: ModelRoute | None = None
+        self, reply: ModelReply, offered: list[str], route: ModelRoute | None = None
     ) -> None:
         """The step takes the name of the model that answered (a fallback, say), and keeps
         which models were tried or skipped before it."""
+        step, self._model_step = self._model_step, None
+        if step is not None:
+            await self._model_succeeded(step, reply, offered, route)
+        await self.inner.model_finished(reply, offered, route)
+
+    async def _model_succeeded(
+        self, step: Step, reply: ModelReply, offered: list[str], route: ModelRoute | None
+    ) -> None:
         problems = []
         for call in reply.tool_calls:
             if call.name not in offered:
@@ -143,15 +176,16 @@ class StepRecorder:
         await self._later(lambda tx: finish_step(tx, step.id, "succeeded", trace))
         metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
 
-    async def model_failed(
-        self, step: Step, code: str, message: str, route: ModelRoute | None = None
-    ) -> None:
-        status: StepStatus = "timed_out" if code in ("llm_timeout",) else "failed"
-        error: dict[str, Any] = {"code": code, "message": self.redactor.text(message)}
-        if route is not None:
-            error["models"] = route.trace()
-        await self.store.finish(step.id, status, error=error)
-        metrics.STEPS.labels(action_type="generate_response", status=status).inc()
+    async def model_failed(self, code: str, message: str, route: ModelRoute | None = None) -> None:
+        step, self._model_step = self._model_step, None
+        if step is not None:
+            status: StepStatus = "timed_out" if code in ("llm_timeout",) else "failed"
+            error: dict[str, Any] = {"code": code, "message": self.redactor.text(message)}
+            if route is not None:
+                error["models"] = route.trace()
+            await self.store.finish(step.id, status, error=error)
+            metrics.STEPS.labels(action_type="generate_response", status=status).inc()
+        await self.inner.model_failed(code, message, route)
 
     # -- tool calls -----------------------------------------------------------------------------
 
@@ -209,7 +243,8 @@ class StepRecorder:
                 self._call_steps[call.id] = step
         self._batch = parent
         self._batch_left = {c for c in reads if c in self._call_steps}
-        return overflow
+        fits = [c for c in calls if c not in overflow]
+        return overflow + await self.inner.queue_calls(round_no, fits, specs, reads)
 
     async def started(self, call: RequestedToolCall) -> None:
         step = self._call_steps.get(call.id)
@@ -271,11 +306,15 @@ class StepRecorder:
         call_step = self._call_steps.get(call.id)
         if call_step is not None:  # waiting for a person is not running: the watchdog leaves it
             self._call_steps[call.id] = await self.store.update(call_step.id, status="queued")
+        await self.inner.approval_requested(call, approval)
 
     async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None:
         step = self._waits.pop(approval.id, None)
-        if step is None:
-            return
+        if step is not None:
+            await self._wait_ended(call, approval, step)
+        await self.inner.approval_resolved(call, approval)
+
+    async def _wait_ended(self, call: RequestedToolCall, approval: Approval, step: Step) -> None:
         status: StepStatus = {"approved": "succeeded", "expired": "timed_out"}.get(
             approval.status, "failed"
         )  # type: ignore[assignment]

@@ -273,9 +273,7 @@ async def open_core(
             redactor=executor.redactor,
             # No NLU and no memory: their null objects.
             channel=DualChannel(None, 1.0),
-            context=ContextBuilder(
-                snapshots, SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()
-            ),
+            context=ContextBuilder(SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()),
             memory=NullMemory(),
             confirmations=confirmations,
         )

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from app.conversation.context import chat_message, history_messages, system_messages
+from app.conversation.budget import BudgetConfig, ContextTurn, ExtractiveSummarizer
+from app.conversation.context import (
+    ContextBuilder,
+    chat_message,
+    history_messages,
+    messages_of,
+    system_messages,
+)
 from app.storage.records import Message, Snapshot
+from tests.conversation.test_budget import GOAL, SYSTEM, script
 
 
 def msg(role: str, content: str | None = None, **kw: object) -> Message:
@@ -48,6 +57,40 @@ def test_summary_is_added_after_the_system_prompt() -> None:
     assert out[0] == {"role": "system", "content": "SYSTEM"}
     assert "User wants a refund." in out[1]["content"]
     assert system_messages("SYSTEM", None) == [{"role": "system", "content": "SYSTEM"}]
+
+
+class CountingSummarizer:
+    """The extractive summarizer, counting its calls (a model-backed one would call a model)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def summarize(
+        self, previous: str, turns: Sequence[ContextTurn], *, max_tokens: int, version: int
+    ) -> str:
+        self.calls += 1
+        return await ExtractiveSummarizer().summarize(
+            previous, turns, max_tokens=max_tokens, version=version
+        )
+
+
+async def test_planning_is_pure_and_summarising_is_its_own_step() -> None:
+    summarizer = CountingSummarizer()
+    builder = ContextBuilder(SYSTEM, BudgetConfig(budget_tokens=4000, keep_turns=2), summarizer)
+    snap = Snapshot(session_id="s", tenant_id="t", active_goal=GOAL)
+    turns = [script(n) for n in range(1, 41)]
+    plan = builder.plan(snap, turns, [])
+    assert plan.summarize and summarizer.calls == 0  # planning never calls a model
+    compaction = await builder.summarise(plan, snap, turns, [])
+    assert summarizer.calls == 1
+    assert compaction.fields() == {
+        "summary": compaction.summary,
+        "summary_version": 1,
+        "summarized_turns": max(plan.fold),
+    }
+    assert compaction.plan.summary_version == 1 and not compaction.plan.over_budget
+    sent = messages_of(compaction.plan)
+    assert sent == compaction.plan.messages and sent[0] is not compaction.plan.messages[0]
 
 
 def test_stored_messages_take_the_chat_shape_the_model_is_sent() -> None:
