@@ -188,10 +188,9 @@ class Core:
             ],
             tools=tools if tools is not None else self.registry.offered(),
             scope=TurnScope(TENANT, "u1", turn.session_id, turn.id, turn.id),
-            emitter=emitter,
+            emitter=recorder,
             transcript=Transcript(emitter.writes, turn),
             user_text=user_text,
-            steps=recorder,
             resume=resume,
             policy=TurnPolicy(offered=offered),
         )

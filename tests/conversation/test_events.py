@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.conversation.events import EventBus, Follower
+from app.events import EventType
 from app.settings import PROJECT_ROOT
 from app.storage.events import EventStore
 from app.storage.records import Event
@@ -31,11 +32,15 @@ class Log:
     quiet: Store  # commits without publishing (as another process would)
     session_id: str
 
-    async def append(self, *types: str, publish: bool = True) -> list[int]:
-        """Commit one event per type in one transaction; their sequence numbers."""
+    async def append(self, *labels: str, publish: bool = True) -> list[int]:
+        """Commit one `message.delta` per label (the label is its text) in one transaction;
+        their sequence numbers."""
 
         def emit(tx: Tx) -> list[int]:
-            return [tx.emit(self.session_id, TENANT, t, {"n": t}).seq for t in types]
+            return [
+                tx.emit(self.session_id, TENANT, EventType.MESSAGE_DELTA, {"text": label}).seq
+                for label in labels
+            ]
 
         return await (self.loud if publish else self.quiet).transact(emit)
 
@@ -57,6 +62,11 @@ async def log(tmp_path: Path) -> AsyncIterator[Log]:
     session = await SessionStore(db, bus.publish).create(TENANT, "u1", {})  # event 1
     yield Log(db, bus, EventStore(db), Store(db, bus.publish), Store(db), session.id)
     await db.close()
+
+
+def label(event: Event) -> str:
+    """What `Log.append` was given for this event (its type for any other event)."""
+    return str(event.data["text"]) if event.type == EventType.MESSAGE_DELTA else event.type
 
 
 async def take(follower: Follower, n: int) -> list[int]:
@@ -133,12 +143,12 @@ async def test_keepalive_ticks_while_nothing_happens(log: Log) -> None:
 
 async def test_stops_after_the_event_it_waits_for(log: Log) -> None:
     await log.append("a", "stop", "after")
-    follower = log.follow(after=0, until=lambda e: e.type == "stop")
+    follower = log.follow(after=0, until=lambda e: label(e) == "stop")
     seen = []
     async with asyncio.timeout(DEADLINE_S):
         async for event in follower:
             assert event is not None
-            seen.append(event.type)
+            seen.append(label(event))
     await follower.aclose()
     assert seen == ["session.created", "a", "stop"]
 
