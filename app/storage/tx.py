@@ -90,7 +90,10 @@ class Store:
 
     def _job(
         self, fn: Callable[[Tx], T]
-    ) -> tuple[Callable[[sqlite3.Connection], tuple[T, list[Event]]], Any]:
+    ) -> tuple[
+        Callable[[sqlite3.Connection], tuple[T, list[Event]]],
+        Callable[[tuple[T, list[Event]]], None],
+    ]:
         def job(conn: sqlite3.Connection) -> tuple[T, list[Event]]:
             tx = Tx(conn)
             return fn(tx), tx.events
