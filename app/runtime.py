@@ -25,7 +25,7 @@ from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
-from app.demo.services import close_demo, open_demo
+from app.demo.services import DemoServices, close_demo, open_demo
 from app.llm.build import ChainOptions, build_chain
 from app.llm.catalog import ModelConfig, check_models, provider_of, with_local_fallback
 from app.llm.gateway import ChatModel
@@ -85,6 +85,19 @@ class Runtime:
     mcp: McpManager | None  # None when no MCP server is configured
     model: ChatModel
     started_at: float = field(default_factory=time.time)
+
+    async def health_checks(self) -> dict[str, str]:
+        """Readiness by dependency: "ok" or "error: <type>" (never the message: it may leak)."""
+        checks: dict[str, str] = {}
+        try:
+            await self.db.ping()
+            checks["database"] = "ok"
+        except Exception as exc:
+            checks["database"] = f"error: {type(exc).__name__}"
+        return checks
+
+    def uptime_s(self) -> float:
+        return round(time.time() - self.started_at, 3)
 
 
 def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
@@ -164,7 +177,8 @@ def build_executor(
     db: Database,
     approvals: ApprovalBroker,
     bus: EventBus,
-    services: dict[str, Any] | None = None,
+    confirmations: ConfirmationStore,
+    services: DemoServices | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
         RateLimiter(settings.rate_limit_storage),
@@ -182,7 +196,7 @@ def build_executor(
         redactor=Redactor.with_patterns(settings.redact_patterns),
         calls=ToolCallStore(db, bus.publish),
         approvals=approvals,
-        confirmations=ConfirmationStore(db, bus.publish),
+        confirmations=confirmations,
         config=ExecutorConfig(
             max_result_tokens=settings.tool_result_max_tokens,
             max_failures_per_turn=settings.tool_max_failures_per_turn,
@@ -295,7 +309,8 @@ async def open_runtime(
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
-        executor = build_executor(settings, registry, db, approvals, bus, services)
+        confirmations = ConfirmationStore(db, bus.publish)
+        executor = build_executor(settings, registry, db, approvals, bus, confirmations, services)
         stack.push_async_callback(executor.guards.limiter.aclose)
         steps = StepStore(db, bus.publish)
         loop = AgentLoop(
@@ -332,7 +347,7 @@ async def open_runtime(
                 build_summarizer(settings, model),
             ),
             memory=memory,
-            confirmations=executor.confirmations,
+            confirmations=confirmations,
         )
         manager = TurnManager(
             turns=turns,

@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from app.storage.approvals import Approval
 from app.storage.records import Message, Session, Turn, dumps
+from app.storage.steps import Step
 
 _ID = r"^[A-Za-z0-9_.:@+-]+$"
 MAX_METADATA_BYTES = 16 * 1024
@@ -155,3 +157,130 @@ class Health(BaseModel):
     version: str
     uptime_s: float
     checks: dict[str, str]
+
+
+# Tool approvals (routes/approvals.py)
+
+
+class SensitiveFieldOut(BaseModel):
+    field: str
+    kinds: list[str]
+    note: str
+
+
+class ToolApprovalOut(BaseModel):
+    id: str
+    session_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(description="masked, as everyone may see them")
+    arguments_full: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="unmasked, as the tool will run; only for operators and admins (audited)",
+    )
+    sensitive: list[SensitiveFieldOut] = Field(
+        description="per field, the kinds of sensitive value the masks hide"
+    )
+    reason: str
+    status: Literal["pending", "approved", "rejected", "expired"]
+    decided_by: str | None
+    decision_reason: str | None
+    created_at: str
+    expires_at: str
+    decided_at: str | None
+
+    @classmethod
+    def of(cls, a: Approval, *, full: bool = False) -> ToolApprovalOut:
+        return cls(
+            id=a.id,
+            session_id=a.session_id,
+            turn_id=a.turn_id,
+            call_id=a.call_id,
+            tool=a.tool,
+            arguments=a.arguments,
+            arguments_full=a.arguments_full if full else None,
+            sensitive=[SensitiveFieldOut.model_validate(item) for item in a.sensitive],
+            reason=a.reason,
+            status=a.status,
+            decided_by=a.decided_by,
+            decision_reason=a.decision_reason,
+            created_at=iso(a.created_at) or "",
+            expires_at=iso(a.expires_at) or "",
+            decided_at=iso(a.decided_at),
+        )
+
+
+class ToolApprovalList(BaseModel):
+    items: list[ToolApprovalOut]
+
+
+class ApprovalDecisionIn(Strict):
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(None, max_length=500)
+
+
+# Steps (routes/steps.py)
+
+
+class StepOut(BaseModel):
+    id: str
+    turn_id: str
+    key: str
+    seq: int
+    parent_id: str | None
+    action_type: str
+    name: str
+    status: str
+    attempts: int
+    input_context: dict[str, Any]
+    expected_output_schema: dict[str, Any] | None
+    result: Any
+    error: dict[str, Any] | None
+    trace: dict[str, Any]
+
+    @classmethod
+    def of(cls, s: Step) -> StepOut:
+        duration = (
+            None
+            if s.started_at is None or s.finished_at is None
+            else round((s.finished_at - s.started_at) * 1000, 3)
+        )
+        return cls(
+            id=s.id,
+            turn_id=s.turn_id,
+            key=s.key,
+            seq=s.seq,
+            parent_id=s.parent_id,
+            action_type=s.action_type,
+            name=s.name,
+            status=s.status,
+            attempts=s.attempts,
+            input_context=s.input_context,
+            expected_output_schema=s.expected_output_schema,
+            result=s.result,
+            error=s.error,
+            trace={
+                "created_at": iso(s.created_at),
+                "started_at": iso(s.started_at),
+                "finished_at": iso(s.finished_at),
+                "duration_ms": duration,
+                "deadline_at": iso(s.deadline_at),
+                "model": s.model,
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "tool_duration_ms": s.tool_duration_ms,
+                "validation": s.validation,
+            },
+        )
+
+
+class StepList(BaseModel):
+    items: list[StepOut]
+
+
+class RetryOut(BaseModel):
+    turn_id: str
+    status: str
+    resumed_from_step: str

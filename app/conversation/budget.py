@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.llm.gateway import ChatModel, ModelRequest, collect
+from app.llm.messages import ChatMessage, ToolMessage
 from app.text.tokens import estimate_message, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class ContextTurn:
     """One turn: the user's message, then the assistant's and tools' messages (OpenAI shape)."""
 
     number: int
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
 
     # Computed once per turn object: a session's cached history (app.conversation.history)
     # hands the same objects to every later turn's plan.
@@ -91,7 +92,7 @@ class ContextTurn:
 
 @dataclass(frozen=True)
 class ContextPlan:
-    messages: list[dict[str, Any]]  # what to send
+    messages: list[ChatMessage]  # what to send
     tokens: int
     budget: int
     usage: float  # the full, unpruned context as a share of the budget
@@ -109,8 +110,8 @@ def is_anchor(text: str) -> bool:
     return bool(text) and _ANCHOR.search(text) is not None
 
 
-def _stub(message: dict[str, Any], chars: int) -> dict[str, Any]:
-    content = message.get("content") or ""
+def _stub(message: ToolMessage, chars: int) -> ToolMessage:
+    content = message["content"] or ""
     try:
         status = json.loads(content).get("status", "done")
     except (ValueError, AttributeError):
@@ -121,9 +122,9 @@ def _stub(message: dict[str, Any], chars: int) -> dict[str, Any]:
 
 
 def _stubbed(turn: ContextTurn, chars: int) -> tuple[ContextTurn, int]:
-    count, out = 0, []
+    count, out = 0, list[ChatMessage]()
     for m in turn.messages:
-        if m["role"] == "tool" and len(m.get("content") or "") > chars * 2:
+        if m["role"] == "tool" and len(m["content"] or "") > chars * 2:
             out.append(_stub(m, chars))
             count += 1
         else:
@@ -132,9 +133,9 @@ def _stubbed(turn: ContextTurn, chars: int) -> tuple[ContextTurn, int]:
 
 
 def fixed_messages(
-    system_prompt: str, goal: str | None, summary: str, extra: Sequence[dict[str, Any]] = ()
-) -> list[dict[str, Any]]:
-    out = [{"role": "system", "content": system_prompt}]
+    system_prompt: str, goal: str | None, summary: str, extra: Sequence[ChatMessage] = ()
+) -> list[ChatMessage]:
+    out: list[ChatMessage] = [{"role": "system", "content": system_prompt}]
     if goal:
         out.append(
             {
@@ -160,7 +161,7 @@ def plan_context(
     *,
     summary_version: int = 0,
     config: BudgetConfig | None = None,
-    extra: Sequence[dict[str, Any]] = (),
+    extra: Sequence[ChatMessage] = (),
 ) -> ContextPlan:
     """Plan one model call. `turns` are those not yet folded into `summary`, oldest first;
     `extra` are further messages that must go in: system notes (NLU) and the recalled-memory

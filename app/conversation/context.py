@@ -11,7 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, cast
 
 from app.conversation.budget import (
     BudgetConfig,
@@ -21,13 +21,20 @@ from app.conversation.budget import (
     fold,
     plan_context,
 )
+from app.llm.messages import (
+    AssistantMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolCallPart,
+    ToolMessage,
+)
 from app.storage.records import Message, Snapshot
 
 log = logging.getLogger(__name__)
 
 
-def system_messages(system_prompt: str, snapshot: Snapshot | None) -> list[dict[str, Any]]:
-    out = [{"role": "system", "content": system_prompt}]
+def system_messages(system_prompt: str, snapshot: Snapshot | None) -> list[SystemMessage]:
+    out: list[SystemMessage] = [{"role": "system", "content": system_prompt}]
     if snapshot is not None and snapshot.summary:
         out.append(
             {
@@ -40,7 +47,7 @@ def system_messages(system_prompt: str, snapshot: Snapshot | None) -> list[dict[
 
 def history_messages(
     messages: list[Message], *, leave_open: set[str] | frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
+) -> list[ChatMessage]:
     """Recent messages in the chat shape, made consistent for the model.
 
     A window may start in the middle of a tool exchange, and a turn that failed may have left
@@ -48,13 +55,13 @@ def history_messages(
     results are dropped and unanswered calls get an explicit "not executed" result, except
     those in `leave_open` (a resumed turn is about to run them).
     """
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     start = 0
     while start < len(messages) and messages[start].role == "tool":
         start += 1
     window = messages[start:]
     for i, message in enumerate(window):
-        out.append(message.to_llm())
+        out.append(chat_message(message))
         if message.role != "assistant" or not message.tool_calls:
             continue
         answered = set()
@@ -68,7 +75,32 @@ def history_messages(
     return out
 
 
-def _not_executed(call_id: str) -> dict[str, Any]:
+def chat_message(message: Message) -> ChatMessage:
+    """A stored message in the chat shape the model is sent."""
+    # Tool calls are stored as the model sent them (`RequestedToolCall.as_message_part`); user,
+    # system and tool messages are never stored without content.
+    match message.role:
+        case "assistant":
+            assistant: AssistantMessage = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                assistant["tool_calls"] = cast(list[ToolCallPart], message.tool_calls)
+            return assistant
+        case "tool":
+            tool: ToolMessage = {
+                "role": "tool",
+                "content": message.content or "",
+                "tool_call_id": message.tool_call_id or "",
+            }
+            if message.name:
+                tool["name"] = message.name
+            return tool
+        case "user":
+            return {"role": "user", "content": message.content or ""}
+        case "system":
+            return {"role": "system", "content": message.content or ""}
+
+
+def _not_executed(call_id: str) -> ToolMessage:
     body = {
         "status": "error",
         "error": {"code": "not_executed", "message": "this call was not executed (the turn ended)"},
@@ -86,7 +118,7 @@ def group_turns(
     ]
 
 
-def flatten(turns: list[ContextTurn]) -> list[dict[str, Any]]:
+def flatten(turns: list[ContextTurn]) -> list[ChatMessage]:
     return [m for t in turns for m in t.messages]
 
 
@@ -120,7 +152,7 @@ class ContextBuilder:
         self.summarizer = summarizer
 
     def plan(
-        self, snapshot: Snapshot | None, turns: list[ContextTurn], extra: list[dict[str, Any]]
+        self, snapshot: Snapshot | None, turns: list[ContextTurn], extra: list[ChatMessage]
     ) -> ContextPlan:
         """What the model call would see; `plan.summarize` says `summarise` is due first."""
         return plan_context(
@@ -138,7 +170,7 @@ class ContextBuilder:
         plan: ContextPlan,
         snapshot: Snapshot | None,
         turns: list[ContextTurn],
-        extra: list[dict[str, Any]],
+        extra: list[ChatMessage],
     ) -> Compaction:
         """Fold the turns `plan` names into the summary (the summarizer may call a model) and
         plan again over the turns left."""
@@ -163,8 +195,8 @@ class ContextBuilder:
         )
 
 
-def messages_of(plan: ContextPlan) -> list[dict[str, Any]]:
+def messages_of(plan: ContextPlan) -> list[ChatMessage]:
     """The plan's messages for the model call. Turns' messages are shared with the session's
     cached history: the model call (and whatever a provider library does to its input) gets
     copies."""
-    return [dict(m) for m in plan.messages]
+    return [m.copy() for m in plan.messages]

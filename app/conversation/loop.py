@@ -21,6 +21,7 @@ from app.llm.gateway import (
     collect,
     tap_route,
 )
+from app.llm.messages import ChatMessage
 from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
 from app.tools.events import TurnEvents
@@ -84,7 +85,7 @@ class Resume:
 
 @dataclass
 class TurnRun:
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     tools: list[ToolSpec]
     scope: TurnScope
     # Where the turn reports (text, model calls, tool calls): the turn's emitter, wrapped in a

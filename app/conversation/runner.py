@@ -5,11 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 
 from app import events
 from app.conversation import confirmation
-from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
 from app.conversation.context import ContextBuilder, flatten, messages_of
 from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
@@ -17,6 +15,7 @@ from app.conversation.loop import AgentLoop, Resume, TurnOutcome, TurnRun, turn_
 from app.conversation.snapshot import store_fields, turn_end_fields
 from app.conversation.transcript import Transcript, resume_point
 from app.conversation.understanding import DualChannel, Understanding
+from app.llm.messages import ChatMessage
 from app.memory.extract import ToolEvidence
 from app.memory.port import TurnMemory
 from app.memory.records import Scope
@@ -56,6 +55,10 @@ def asks_the_user(text: str) -> bool:
 
 
 class TurnRunner:
+    """Every collaborator is required: a deployment without one passes its null object
+    (`NullMemory` from app.memory.testing, `DualChannel(None, 1.0)` without NLU), so the turn
+    has one path, not a check per collaborator."""
+
     def __init__(
         self,
         *,
@@ -65,16 +68,14 @@ class TurnRunner:
         loop: AgentLoop,
         registry: ToolRegistry,
         config: RunnerConfig,
-        steps: StepStore | None = None,
-        redactor: Redactor | None = None,
-        channel: DualChannel | None = None,
-        context: ContextBuilder | None = None,
-        memory: TurnMemory | None = None,
-        confirmations: ConfirmationStore | None = None,
+        steps: StepStore,
+        redactor: Redactor,
+        channel: DualChannel,
+        context: ContextBuilder,
+        memory: TurnMemory,
+        confirmations: ConfirmationStore,
     ) -> None:
-        self.context = context or ContextBuilder(
-            config.system_prompt, BudgetConfig(), ExtractiveSummarizer()
-        )
+        self.context = context
         self.history = SessionHistory(
             messages,
             snapshots,
@@ -83,9 +84,9 @@ class TurnRunner:
         )
         self.memory = memory
         self.confirmations = confirmations
-        self.channel = channel or DualChannel(None, 1.0)
+        self.channel = channel
         self.steps = steps
-        self.redactor = redactor or Redactor()
+        self.redactor = redactor
         self.turns = turns
         self.messages = messages
         self.snapshots = snapshots
@@ -112,18 +113,16 @@ class TurnRunner:
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
         transcript = Transcript(emitter.writes, turn)
         resume = resume_point(turn, own) if turn.resume_from_step else None
-        # Where the turn reports: its emitter, with its steps recorded when there is a step
-        # store. (Claiming the turn answered a waiting ask_user step.)
-        reports: TurnEvents = emitter
-        if self.steps is not None:
-            reports = StepRecorder(
-                self.steps,
-                TurnRef(turn.tenant_id, turn.session_id, turn.id),
-                emitter,
-                self.config.step_queue_max_depth,
-                self.redactor,
-                writes=emitter.writes,
-            )
+        # Where the turn reports: its emitter, with its steps recorded around it.
+        # (Claiming the turn answered a waiting ask_user step.)
+        reports: TurnEvents = StepRecorder(
+            self.steps,
+            TurnRef(turn.tenant_id, turn.session_id, turn.id),
+            emitter,
+            self.config.step_queue_max_depth,
+            self.redactor,
+            writes=emitter.writes,
+        )
         leave_open = {c.id for c in resume.pending_calls} if resume else set()
         turns = view.context_turns(leave_open)
         previous_reply = view.previous_reply(turn.number)
@@ -136,19 +135,18 @@ class TurnRunner:
             event = understanding.event()
             emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
-        extra: list[dict[str, Any]] = []
+        extra: list[ChatMessage] = []
         note = self.channel.context_note(understanding, earlier_slots)
         if note is not None:
             extra.append(note)
         memory_scope = Scope(turn.tenant_id, user_id)
         untrusted: list[str] = []
-        if self.memory is not None and resume is None:
+        answer = None
+        if resume is None:  # not when a failed turn is resumed from its steps
             notes, untrusted = await self._recall(
                 turn, memory_scope, user_text, understanding, reports
             )
             extra += notes
-        answer = None
-        if self.confirmations is not None and resume is None:
             answer = await confirmation.resolve(
                 self.confirmations, turn, user_text, before_writing=emitter.writes.release
             )
@@ -194,10 +192,10 @@ class TurnRunner:
             outcome = TurnOutcome(text=text, stopped="confirmation_declined")
         else:
             outcome = await self.loop.run(run)
-        if self.memory is not None:  # before the turn ends: what is acknowledged is stored
-            await self._remember(
-                turn, memory_scope, user_text, outcome.text, transcript, previous_reply
-            )
+        # Before the turn ends: what is acknowledged is stored.
+        await self._remember(
+            turn, memory_scope, user_text, outcome.text, transcript, previous_reply
+        )
         await emitter.settle()
         finished: list[Finished] = []
 
@@ -235,7 +233,7 @@ class TurnRunner:
         for message in [*transcript.written, final]:
             view.wrote(message)
         self.history.keep(view, finished[0])
-        if self.steps is not None and asks_the_user(outcome.text):
+        if asks_the_user(outcome.text):
             await self.steps.enqueue(
                 TurnRef(turn.tenant_id, turn.session_id, turn.id),
                 [
@@ -258,7 +256,7 @@ class TurnRunner:
 
     async def _confirmed_before(self, turn: Turn, resume: Resume | None) -> frozenset[str]:
         """A retried turn keeps the confirmations its customer already gave."""
-        if resume is None or self.confirmations is None:
+        if resume is None:
             return frozenset()
         return await self.confirmations.confirmed_calls(turn.id)
 
@@ -269,18 +267,17 @@ class TurnRunner:
         user_text: str,
         understanding: Understanding | None,
         reports: TurnEvents,
-    ) -> tuple[list[dict[str, Any]], list[str]]:
+    ) -> tuple[list[ChatMessage], list[str]]:
         """Recall what this user's history offers (or forget on request): the notes to add to
         the context (the recalled memory is a quoted `user` block, never a system note), and
         where untrusted text among them came from, for the taint rule."""
-        assert self.memory is not None
         intent = understanding.result.intent if understanding else None
         try:
             before = await self.memory.before_turn(scope, turn.session_id, user_text, intent)
         except Exception:  # memory is a help, never a reason to fail the turn
             log.exception("memory recall failed")
             return [], []
-        notes: list[dict[str, Any]] = []
+        notes: list[ChatMessage] = []
         if before.forget_command:
             await reports.emit(events.memory_forgotten(turn.id, len(before.forgotten)))
             notes.append(
@@ -309,7 +306,6 @@ class TurnRunner:
         transcript: Transcript,
         previous: str,
     ) -> None:
-        assert self.memory is not None
         try:
             await self.memory.after_turn(
                 scope,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.llm.local.policy import DialoguePolicy
+from app.llm.messages import ChatMessage, SystemMessage
 from app.nlu.types import Parser, ParseResult
 from app.tools.spec import ToolSpec
 
@@ -36,7 +37,7 @@ class DualChannel:
         self._policy = None if parser is None else DialoguePolicy(parser, min_confidence)
 
     def understand(
-        self, text: str, conversation: list[dict[str, Any]] | None = None
+        self, text: str, conversation: list[ChatMessage] | None = None
     ) -> Understanding | None:
         """The parse of `text`; with the conversation, a bare answer to a question keeps the
         intent that asked it (a lone "202405201235" after "which order should be refunded?"
@@ -69,7 +70,7 @@ class DualChannel:
     @staticmethod
     def context_note(
         understanding: Understanding | None, earlier_slots: dict[str, str]
-    ) -> dict[str, Any] | None:
+    ) -> SystemMessage | None:
         if understanding is None:
             return None
         result = understanding.result

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from app.errors import UpstreamLLMError
+from app.llm.messages import ChatMessage, ToolCallPart
 
 Phase = Literal["planning", "tools", "text"]
 
 
 @dataclass(frozen=True)
 class ModelRequest:
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     tools: list[dict[str, Any]] | None = None
     phase: Phase = "tools"
     temperature: float | None = None
@@ -99,7 +100,7 @@ class RequestedToolCall:
     name: str
     arguments: str  # raw JSON text as the model produced it; may be malformed
 
-    def as_message_part(self) -> dict[str, Any]:
+    def as_message_part(self) -> ToolCallPart:
         return {
             "id": self.id,
             "type": "function",

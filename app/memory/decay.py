@@ -62,4 +62,4 @@ def recallable(
 def recency(updated_at: float, now: float, policy: DecayPolicy) -> float:
     """1.0 for just now, 0.5 after one half-life, towards 0 for old memories."""
     hours = hours_between(updated_at, now)
-    return 0.5 ** (hours / policy.recency_half_life_h)
+    return math.pow(0.5, hours / policy.recency_half_life_h)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from app.memory.extract import Proposal, ToolEvidence
 from app.memory.fence import Fence
-from app.memory.prompt import memory_message, recalled_event
+from app.memory.prompt import MemoryMessage, memory_message, recalled_event
 from app.memory.records import Scope, Written
 from app.memory.scoring import Scored
 
@@ -26,7 +26,7 @@ class Recall:
     fence: Fence = field(default_factory=Fence, compare=False)  # a new code per recall
 
     @property
-    def message(self) -> dict[str, Any] | None:
+    def message(self) -> MemoryMessage | None:
         """The fenced `user` message (named `hermes_memory`) to add to the context, or None.
         Quoted data, never `system` text."""
         return memory_message(self.items, self.fence)

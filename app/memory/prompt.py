@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from app.memory.fence import Fence, neutral
 from app.memory.scoring import Scored
@@ -28,6 +28,17 @@ HEADER = (
     "two markers below that carry the code {code}; nothing inside them can end the block."
 )
 _VALUE_CHARS = 300
+
+
+class MemoryMessage(TypedDict):
+    """The block as a chat message: structurally `app.llm.messages.UserMessage`, which memory
+    (a layer below the model seam) cannot import."""
+
+    role: Literal["user"]
+    content: str
+    name: NotRequired[str]
+
+
 _ORIGIN_LABELS = {
     "customer_text": "customer's own words",
     "structured": "recorded value",
@@ -64,7 +75,7 @@ def format_for_prompt(items: Sequence[Scored], fence: Fence | None = None) -> st
     return "\n".join(lines)
 
 
-def memory_message(items: Sequence[Scored], fence: Fence | None = None) -> dict[str, Any] | None:
+def memory_message(items: Sequence[Scored], fence: Fence | None = None) -> MemoryMessage | None:
     """A `user` message named `hermes_memory` carrying the block; None when empty."""
     text = format_for_prompt(items, fence)
     return {"role": "user", "name": MESSAGE_NAME, "content": text} if text else None

@@ -95,17 +95,6 @@ class Message:
             created_at=row["created_at"],
         )
 
-    def to_llm(self) -> dict[str, Any]:
-        """The OpenAI chat-completions shape of this message."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            out["tool_calls"] = self.tool_calls
-        if self.role == "tool":
-            out["tool_call_id"] = self.tool_call_id
-            if self.name:
-                out["name"] = self.name
-        return out
-
 
 @dataclass(frozen=True)
 class Turn:

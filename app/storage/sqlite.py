@@ -303,6 +303,10 @@ class Database:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
+    async def ping(self) -> None:
+        """A trivial read through the pool: raises if the database cannot answer."""
+        await self.fetchone("SELECT 1")
+
 
 def _deliver(outcomes: list[tuple[_Job[Any], Any, BaseException | None]]) -> None:
     for job, result, exc in outcomes:

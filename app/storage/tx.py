@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from app.errors import DatabaseClosed
 from app.events import EventType
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database, DatabaseClosed, note_event
+from app.storage.sqlite import Database, note_event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -90,7 +91,10 @@ class Store:
 
     def _job(
         self, fn: Callable[[Tx], T]
-    ) -> tuple[Callable[[sqlite3.Connection], tuple[T, list[Event]]], Any]:
+    ) -> tuple[
+        Callable[[sqlite3.Connection], tuple[T, list[Event]]],
+        Callable[[tuple[T, list[Event]]], None],
+    ]:
         def job(conn: sqlite3.Connection) -> tuple[T, list[Event]]:
             tx = Tx(conn)
             return fn(tx), tx.events

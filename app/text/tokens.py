@@ -7,6 +7,7 @@ characters a token. Estimates err on the high side so budgets hold.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 _MESSAGE_OVERHEAD = 4
@@ -23,7 +24,7 @@ def estimate_tokens(text: str | None) -> int:
     return wide + (len(text) - wide + 3) // 4
 
 
-def estimate_message(message: dict[str, Any]) -> int:
+def estimate_message(message: Mapping[str, Any]) -> int:
     total = _MESSAGE_OVERHEAD + estimate_tokens(message.get("content"))
     if message.get("tool_calls"):
         total += estimate_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))

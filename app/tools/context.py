@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from app.demo.services import DemoServices
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,9 @@ class ToolContext:
     call_id: str
     tool: str
     idempotency_key: str
-    services: dict[str, Any] = field(default_factory=dict)
+    # The backends python handlers use; None when the executor runs without them (MCP and
+    # HTTP tools, benches), and handlers that need them answer "unavailable".
+    services: DemoServices | None = None
 
     @property
     def tenant_id(self) -> str:

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
 from app.storage.confirmations import Confirmation, ConfirmationStore
@@ -36,6 +37,7 @@ from app.tools.results import ToolError, ToolResult
 from app.tools.running import run_guarded
 from app.tools.shaping import Redactor, truncate
 from app.tools.spec import ToolSpec
+from app.tools.status import ToolStatus, tool_statuses
 from app.tools.validation import InvalidArguments, parse_arguments, validate_arguments
 
 log = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ class ToolExecutor:
         self,
         registry: ToolRegistry,
         *,
-        services: dict[str, Any] | None = None,
+        services: DemoServices | None = None,
         guards: ToolGuards | None = None,
         redactor: Redactor | None = None,
         calls: ToolCallStore | None = None,
@@ -67,7 +69,7 @@ class ToolExecutor:
         config: ExecutorConfig | None = None,
     ) -> None:
         self.registry = registry
-        self.services = services or {}
+        self.services = services
         self.guards = guards or ToolGuards()
         self.redactor = redactor or Redactor()
         self.calls = calls
@@ -79,6 +81,10 @@ class ToolExecutor:
         self, scope: TurnScope, events: ToolEvents, policy: TurnPolicy | None = None
     ) -> TurnTools:
         return TurnTools(self, scope, events, policy or TurnPolicy())
+
+    def statuses(self, tenant_id: str) -> list[ToolStatus]:
+        """Every tool with its health as this tenant sees it."""
+        return tool_statuses(self.registry, self.guards, tenant_id)
 
     async def run_calls(
         self,

@@ -212,7 +212,7 @@ def _problem(raw: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
 def resolve_python(target: str) -> Callable[..., Any]:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
-    fn = getattr(module, attr)
+    fn: object = getattr(module, attr)
     if not callable(fn):
         raise ValueError(f"{target} is not callable")
     return fn

@@ -81,9 +81,12 @@ _FORMATS = FormatChecker(formats=())
 _FORMATS.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
 
 
-@_FORMATS.checks("email")
 def _one_address(value: object) -> bool:
     return not isinstance(value, str) or single_address(value) is not None
+
+
+# Registered by call, not as a decorator: jsonschema's decorator is untyped to mypy.
+_FORMATS.checks("email")(_one_address)
 
 
 @lru_cache(maxsize=512)
@@ -280,7 +283,7 @@ def validate_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dic
     non_finite = _non_finite(arguments)
     if non_finite:  # before the schema: its keywords do arithmetic that NaN breaks
         raise InvalidArguments(non_finite)
-    value = coerce(arguments, schema)
+    value: dict[str, Any] = coerce(arguments, schema)  # a dict coerces to a dict
     errors = sorted(validator_for(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
     problems = [_problem(e, schema) for e in errors] + _control_problems(value, schema)
     if problems:

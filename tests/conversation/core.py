@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
+from app.conversation.context import ContextBuilder
 from app.conversation.emitter import TurnEmitter
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop, LoopLimits, Resume, TurnOutcome, TurnRun
@@ -25,7 +27,9 @@ from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.transcript import Transcript
+from app.conversation.understanding import DualChannel
 from app.llm.testing import ScriptedLLM, Step
+from app.memory.testing import NullMemory
 from app.principal import LOCAL
 from app.settings import PROJECT_ROOT
 from app.storage.approvals import ApprovalStore
@@ -247,11 +251,12 @@ async def open_core(
         steps = StepStore(db, publish)
         model = ScriptedLLM(*script)
         registry = registry_of(TOOLS)
+        confirmations = ConfirmationStore(db, publish)
         executor = ToolExecutor(
             registry,
             calls=ToolCallStore(db, publish),
             approvals=ApprovalBroker(ApprovalStore(db, publish), approval_timeout_s),
-            confirmations=ConfirmationStore(db, publish),
+            confirmations=confirmations,
             config=ExecutorConfig(),
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
@@ -265,7 +270,11 @@ async def open_core(
             config=RunnerConfig(SYSTEM_PROMPT, delta_flush_s=1000),
             steps=steps,
             redactor=executor.redactor,
-            confirmations=executor.confirmations,
+            # No NLU and no memory: their null objects.
+            channel=DualChannel(None, 1.0),
+            context=ContextBuilder(SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()),
+            memory=NullMemory(),
+            confirmations=confirmations,
         )
         manager = TurnManager(
             turns=turns,

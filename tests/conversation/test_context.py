@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from app.conversation.budget import BudgetConfig, ContextTurn, ExtractiveSummarizer
 from app.conversation.context import (
     ContextBuilder,
+    chat_message,
     history_messages,
     messages_of,
     system_messages,
@@ -90,3 +91,22 @@ async def test_planning_is_pure_and_summarising_is_its_own_step() -> None:
     assert compaction.plan.summary_version == 1 and not compaction.plan.over_budget
     sent = messages_of(compaction.plan)
     assert sent == compaction.plan.messages and sent[0] is not compaction.plan.messages[0]
+
+
+def test_stored_messages_take_the_chat_shape_the_model_is_sent() -> None:
+    calls = [call("c1")]
+    assert chat_message(msg("user", "hi")) == {"role": "user", "content": "hi"}
+    assert chat_message(msg("assistant", "hello")) == {"role": "assistant", "content": "hello"}
+    assert chat_message(msg("assistant", None, tool_calls=calls)) == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": calls,
+    }
+    assert chat_message(msg("tool", "ok", tool_call_id="c1", name="f")) == {
+        "role": "tool",
+        "content": "ok",
+        "tool_call_id": "c1",
+        "name": "f",
+    }
+    # A tool message stored without a name gets no `name` key at all (not a null one).
+    assert "name" not in chat_message(msg("tool", "ok", tool_call_id="c1"))

@@ -1,4 +1,4 @@
-"""open_demo builds the services dict handlers read through ctx.services."""
+"""open_demo builds the typed services handlers read through ctx.services."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from app.demo.fixtures import LI_LEI
 from app.demo.mail import SmtpMailer
-from app.demo.services import DEMO, SMTP, close_demo, demo_services, open_demo
+from app.demo.services import close_demo, demo_services, open_demo
 from app.demo.store import DemoStore
 from app.demo.testing import RecordingMailer
 from app.errors import DatabaseClosed
@@ -32,7 +32,7 @@ async def test_open_creates_the_file_on_first_use_and_close_closes(tmp_path: Pat
     services = await open_demo(settings)
     try:
         assert settings.demo_db_path.exists()
-        store, mailer = services[DEMO], services[SMTP]
+        store, mailer = services.store, services.mailer
         assert isinstance(store, DemoStore) and isinstance(mailer, SmtpMailer)
         assert (mailer.config.host, mailer.config.port) == ("127.0.0.1", 2525)
         assert (mailer.sender, mailer.config.timeout_s) == ("cs@example.com", 3)
@@ -46,7 +46,6 @@ async def test_open_creates_the_file_on_first_use_and_close_closes(tmp_path: Pat
 async def test_context_manager_and_a_mailer_override(tmp_path: Path) -> None:
     mailer = RecordingMailer()
     async with demo_services(settings_for(tmp_path), mailer=mailer) as services:
-        assert services[SMTP] is mailer
-        store = services[DEMO]
-        assert isinstance(store, DemoStore)
+        assert services.mailer is mailer
+        store = services.store
         assert await store.order_for("default", LI_LEI, "202405201235") is not None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -18,17 +16,12 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz", response_model=Health)
 async def healthz(runtime: RuntimeDep) -> Response:
-    checks: dict[str, str] = {}
-    try:
-        await runtime.db.fetchone("SELECT 1")
-        checks["database"] = "ok"
-    except Exception as exc:
-        checks["database"] = f"error: {type(exc).__name__}"
+    checks = await runtime.health_checks()
     ok = all(v == "ok" for v in checks.values())
     body = Health(
         status="ok" if ok else "degraded",
         version=__version__,
-        uptime_s=round(time.time() - runtime.started_at, 3),
+        uptime_s=runtime.uptime_s(),
         checks=checks,
     )
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)

@@ -7,19 +7,16 @@ every tenant's sessions again, so it needs the `admin` role, and so does the det
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, Field
 
 from app.api.auth import require_role
-from app.api.deps import PrincipalDep
+from app.api.deps import McpDep, PrincipalDep
 from app.api.params import McpServerName, McpToolName
 from app.api.schemas import ErrorResponse, Strict, iso
 from app.errors import McpServerNotFound
-
-if TYPE_CHECKING:  # the MCP SDK is imported only when a server is configured
-    from app.tools.mcp.manager import McpManager
 
 router = APIRouter(prefix="/v1/mcp", tags=["mcp"])
 
@@ -27,15 +24,6 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorResponse, "description": "Needs the operator role (admin for detail)"},
     404: {"model": ErrorResponse, "description": "No such server or tool"},
 }
-
-
-def get_mcp(request: Request) -> McpManager | None:
-    """The MCP manager, or None when no MCP server is configured."""
-    manager: McpManager | None = getattr(request.app.state.runtime, "mcp", None)
-    return manager
-
-
-McpDep = Annotated["McpManager | None", Depends(get_mcp)]
 
 
 class McpToolStatus(BaseModel):
@@ -103,13 +91,13 @@ class McpServerDetailList(BaseModel):
     items: list[McpServerOut]
 
 
-class ApproveIn(Strict):
+class McpToolApproveIn(Strict):
     fingerprint: str | None = Field(
         None, description="Approve only if the definition still has this fingerprint"
     )
 
 
-class ApprovalOut(BaseModel):
+class McpToolApprovalOut(BaseModel):
     server: str
     tool: str
     name: str
@@ -139,15 +127,15 @@ async def list_servers(
 
 
 @router.post(
-    "/servers/{name}/tools/{tool}/approve", response_model=ApprovalOut, responses=RESPONSES
+    "/servers/{name}/tools/{tool}/approve", response_model=McpToolApprovalOut, responses=RESPONSES
 )
 async def approve_tool(
     name: McpServerName,
     tool: McpToolName,
     principal: PrincipalDep,
     mcp: McpDep,
-    body: Annotated[ApproveIn | None, Body()] = None,
-) -> ApprovalOut:
+    body: Annotated[McpToolApproveIn | None, Body()] = None,
+) -> McpToolApprovalOut:
     require_role(principal, "admin")
     if mcp is None:
         raise McpServerNotFound("no such MCP server", server=name)
@@ -159,7 +147,7 @@ async def approve_tool(
         fingerprint=body.fingerprint if body is not None else None,
     )
     pinned = outcome.approved
-    return ApprovalOut(
+    return McpToolApprovalOut(
         server=outcome.server,
         tool=outcome.tool,
         name=outcome.name,

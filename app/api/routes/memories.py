@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.api.auth import require_role
-from app.api.deps import PrincipalDep
+from app.api.deps import MemoryDep, PrincipalDep
 from app.api.params import MemoryId, UserId
 from app.api.schemas import ErrorResponse, iso
 from app.memory.queries import ListFilter
@@ -27,14 +27,6 @@ _KEY = r"^[A-Za-z][A-Za-z0-9_.:-]*$"
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "No such memory for this user"}
 }
-
-
-def get_memory(request: Request) -> MemoryService:
-    service: MemoryService = request.app.state.runtime.memory
-    return service
-
-
-MemoryDep = Annotated[MemoryService, Depends(get_memory)]
 
 
 class MemoryOut(BaseModel):

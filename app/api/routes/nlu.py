@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import PrincipalDep
+from app.api.deps import ParserDep, PrincipalDep
 from app.api.schemas import ErrorResponse
-from app.errors import NLUUnavailable
-from app.nlu.types import Parser, ParseResult
+from app.nlu.types import ParseResult
 
 router = APIRouter(prefix="/v1/nlu", tags=["nlu"])
-
-
-def get_parser(request: Request) -> Parser:
-    parser: Parser | None = getattr(request.app.state.runtime, "nlu", None)
-    if parser is None:
-        raise NLUUnavailable("the NLU models are not loaded")
-    return parser
-
-
-ParserDep = Annotated[Parser, Depends(get_parser)]
 
 
 class ParseRequest(BaseModel):

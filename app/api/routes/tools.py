@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from app.api.deps import PrincipalDep, RuntimeDep
+from app.api.deps import PrincipalDep, ToolsDep
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -28,28 +28,19 @@ class ToolList(BaseModel):
 
 
 @router.get("", response_model=ToolList)
-async def list_tools(runtime: RuntimeDep, principal: PrincipalDep) -> ToolList:
-    # Health as the caller's tenant sees it: breakers are kept per (tenant, tool).
-    breakers = runtime.executor.guards.breakers_for(principal.tenant_id)
-    items = []
-    for tool in runtime.registry.all():
-        spec = tool.spec
-        breaker = breakers.get(spec.name)
-        health: dict[str, Any] = (
-            breaker.snapshot() if breaker is not None else {"state": "closed", "last_error": None}
-        )
-        if tool.blocked_reason:
-            health["blocked_reason"] = tool.blocked_reason
-        items.append(
+async def list_tools(tools: ToolsDep, principal: PrincipalDep) -> ToolList:
+    return ToolList(
+        items=[
             ToolOut(
-                name=spec.name,
-                description=spec.description.strip(),
-                parameters=spec.parameters,
-                risk=spec.risk,
-                source=spec.source,
-                intents=list(spec.intents),
-                offered=tool.offered,
-                health=health,
+                name=status.spec.name,
+                description=status.spec.description.strip(),
+                parameters=status.spec.parameters,
+                risk=status.spec.risk,
+                source=status.spec.source,
+                intents=list(status.spec.intents),
+                offered=status.offered,
+                health=status.health,
             )
-        )
-    return ToolList(items=items)
+            for status in tools.statuses(principal.tenant_id)
+        ]
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from app.llm.local import templates as t
@@ -132,7 +132,7 @@ def compose(
     return subject, "\n\n".join(parts)
 
 
-def latest_facts(messages: list[dict[str, Any]]) -> Exchange | None:
+def latest_facts(messages: Sequence[Mapping[str, Any]]) -> Exchange | None:
     """The most recent successful result, in the whole conversation, of a tool whose results
     the replies know how to word (results pruned from the context read as unreadable)."""
     calls: dict[str, tuple[str, dict[str, Any] | None]] = {}
@@ -181,7 +181,7 @@ def _facts_text(facts: Exchange | None, lang: Lang) -> str:
     return _LONG_NUMBER.sub(lambda m: "****" + re.sub(r"\D", "", m[0])[-4:], text)
 
 
-def _arguments(fn: dict[str, Any]) -> dict[str, Any] | None:
+def _arguments(fn: Mapping[str, Any]) -> dict[str, Any] | None:
     raw = fn.get("arguments")
     if isinstance(raw, dict):
         return raw

@@ -9,7 +9,7 @@ decision table.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +92,7 @@ class DialoguePolicy:
         self.parser = parser
         self.min_confidence = min_confidence
 
-    def decide(self, messages: list[dict[str, Any]], offered: Collection[str]) -> Decision:
+    def decide(self, messages: Sequence[Mapping[str, Any]], offered: Collection[str]) -> Decision:
         transcript = read(messages)
         if not transcript.user_turns:
             return Reply(t.GREETING["en"], "greeting")
@@ -135,7 +135,7 @@ class DialoguePolicy:
             return Reply(t.GREETING[lang], "greeting")
         return Handoff(t.HANDOFF["out_of_scope"][lang], "out_of_scope")  # an unknown label
 
-    def understand_messages(self, messages: list[dict[str, Any]]) -> Understanding:
+    def understand_messages(self, messages: Sequence[Mapping[str, Any]]) -> Understanding:
         """The effective intent of a conversation's last user message, with continuation
         applied: what tool narrowing should use (a bare "202405201235" after "which order
         should be refunded?" is a refund, though alone it reads as an order-status question)."""

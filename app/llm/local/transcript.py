@@ -8,6 +8,7 @@ the tool exchanges of the current turn (calls after the last user message, with 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +68,7 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def read(messages: list[dict[str, Any]]) -> Transcript:
+def read(messages: Sequence[Mapping[str, Any]]) -> Transcript:
     turns: list[UserTurn] = []
     last_assistant = ""
     last_user = -1
@@ -87,7 +88,7 @@ def read(messages: list[dict[str, Any]]) -> Transcript:
     return Transcript(turns, _exchanges(tail), last_is_tool)
 
 
-def _exchanges(tail: list[dict[str, Any]]) -> list[Exchange]:
+def _exchanges(tail: Sequence[Mapping[str, Any]]) -> list[Exchange]:
     calls: dict[str, tuple[str, dict[str, Any] | None]] = {}
     order: list[str] = []
     results: dict[str, Outcome] = {}

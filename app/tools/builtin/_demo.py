@@ -6,31 +6,27 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from typing import cast
 
 from app.demo.errors import DemoError
 from app.demo.mail import Mailer
 from app.demo.records import Actor
-from app.demo.services import DEMO, SMTP
 from app.demo.store import DemoStore
 from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
 
 
 def demo_store(ctx: ToolContext) -> DemoStore:
-    store = ctx.services.get(DEMO)
-    if store is None:
+    if ctx.services is None:
         raise ToolHandlerError(
             "backend_unavailable", "the order system is not connected", retryable=True
         )
-    return cast(DemoStore, store)
+    return ctx.services.store
 
 
 def mailer(ctx: ToolContext) -> Mailer:
-    found = ctx.services.get(SMTP)
-    if found is None:
+    if ctx.services is None:
         raise ToolHandlerError("email_unavailable", "email is not configured", retryable=True)
-    return cast(Mailer, found)
+    return ctx.services.mailer
 
 
 def actor(ctx: ToolContext) -> Actor:

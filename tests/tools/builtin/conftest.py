@@ -11,7 +11,7 @@ import pytest
 from app.demo.fixtures import LI_LEI
 from app.demo.generator import regenerate
 from app.demo.mail import SmtpMailer
-from app.demo.services import DEMO, SMTP, close_demo, open_demo
+from app.demo.services import DemoServices, close_demo, open_demo
 from app.demo.store import DemoStore
 from app.demo.testing import SmtpSink
 from app.settings import PROJECT_ROOT, Settings
@@ -37,7 +37,7 @@ def demo_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def services(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[dict[str, Any]]:
+async def services(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[DemoServices]:
     settings = Settings(
         db_path=demo_path.parent / "hermes.db",
         demo_db_path=demo_path,
@@ -46,23 +46,21 @@ async def services(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[dict[s
         smtp_timeout_s=5,
     )
     opened = await open_demo(settings)
-    assert isinstance(opened[SMTP], SmtpMailer)
+    assert isinstance(opened.mailer, SmtpMailer)
     yield opened
     await close_demo(opened)
 
 
 @pytest.fixture
-def store(services: dict[str, Any]) -> DemoStore:
-    demo = services[DEMO]
-    assert isinstance(demo, DemoStore)
-    return demo
+def store(services: DemoServices) -> DemoStore:
+    return services.store
 
 
 Ctx = Callable[..., ToolContext]
 
 
 @pytest.fixture
-def ctx(services: dict[str, Any]) -> Ctx:
+def ctx(services: DemoServices) -> Ctx:
     """`ctx(user_id=..., key=...)`: the context the executor would pass for one call."""
 
     def make(user_id: str = LI_LEI, key: str = "idem_test_0001", tool: str = "t") -> ToolContext:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from app.demo.fixtures import DELIVERED_ORDER, FOREIGN_ORDER, LI_LEI, SHIPPED_ORDER
+from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
 from app.tools.context import TurnScope
@@ -34,7 +35,7 @@ class Events:
 
 
 @pytest.fixture
-async def executor(services: dict[str, Any]) -> AsyncIterator[ToolExecutor]:
+async def executor(services: DemoServices) -> AsyncIterator[ToolExecutor]:
     registry = ToolRegistry()
     async with httpx.AsyncClient() as http:
         for spec in load_tools(PROJECT_ROOT / "tools.yaml", resolve=resolve_python):
