@@ -11,7 +11,8 @@ from pathlib import Path
 def _serve(args: argparse.Namespace) -> int:
     if args.db:
         os.environ["HERMES_DB_PATH"] = str(args.db)
-    from app.settings import ConfigError, load_settings
+    from app.errors import ConfigError
+    from app.settings import load_settings
 
     try:
         settings = load_settings()
@@ -25,14 +26,11 @@ def _serve(args: argparse.Namespace) -> int:
     from app.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_json)
-    from app.nlu.manifest import NLUModelError
     from app.runtime import preflight
-    from app.tools.loader import ToolsFileError
-    from app.tools.mcp.config import McpConfigError
 
     try:
         preflight(settings)
-    except (ConfigError, ToolsFileError, NLUModelError, McpConfigError) as exc:
+    except ConfigError as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)

@@ -1,36 +1,47 @@
-"""Two families of errors under one base.
+"""Every error Hermes raises on purpose, under one base, with no knowledge of HTTP.
 
-`ServiceError`s are for the caller: each has a stable `code` and an HTTP status and is turned
-into the one error shape by the API's exception handler. Errors the *model* should see (bad
-tool arguments, a failed tool) are not exceptions that leave a turn: they become tool
-messages in the conversation (see `app.tools.results`).
+Each error has a stable `code` naming what went wrong. How an error reaches a caller (its HTTP
+status, and whether its own message is shown) is decided in one table in `app.api.errors`;
+this module is the bottom layer and imports nothing from `app`.
+
+Two families:
+- errors for the caller (`SessionNotFound`, `RateLimited`, `UpstreamLLMError`, ...);
+- `Fault`s, no caller's doing: errors that stop Hermes from starting or working
+  (`ConfigError`, `DatabaseClosed`, ...) and `InternalError`s, raised and handled inside
+  Hermes. Among those are the errors the *model* should see (`ToolHandlerError`): they never
+  leave a turn, they become tool messages in the conversation (see `app.tools.results`).
+
+The code is a class attribute. Three errors pass on a code chosen by what failed, and take it
+as an argument: a model's failure (`UpstreamLLMError`, from the closed set in
+`app.llm.failures`), a finished turn's stored code (`TurnFailed`), and a tool's refusal the
+model acts on (`ToolHandlerError`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 
 class HermesError(Exception):
     """Base for every error Hermes raises on purpose."""
 
+    code: str = "internal_error"
 
-class ServiceError(HermesError):
-    code: ClassVar[str] = "internal_error"
-    status: ClassVar[int] = 500
-
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str = "", **details: Any) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
 
     def body(self) -> dict[str, Any]:
+        """The one error shape: `{"error": {"code", "message", "details"}}`."""
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-class NotFound(ServiceError):
+# -- the caller asked for something that isn't there -----------------------------------------
+
+
+class NotFound(HermesError):
     code = "not_found"
-    status = 404
 
 
 class SessionNotFound(NotFound):
@@ -41,83 +52,239 @@ class TurnNotFound(NotFound):
     code = "turn_not_found"
 
 
-class BadRequest(ServiceError):
+class StepNotFound(NotFound):
+    code = "step_not_found"
+
+
+class ApprovalNotFound(NotFound):
+    code = "approval_not_found"
+
+
+class MemoryNotFound(NotFound):
+    code = "memory_not_found"
+
+
+class McpServerNotFound(NotFound):
+    code = "mcp_server_not_found"
+
+
+class McpToolNotFound(NotFound):
+    code = "mcp_tool_not_found"
+
+
+# -- the caller's request is wrong ------------------------------------------------------------
+
+
+class BadRequest(HermesError):
     code = "bad_request"
-    status = 400
 
 
-class InvalidInput(ServiceError):
+class InvalidInput(HermesError):
     code = "validation_error"
-    status = 422
 
 
-class Unauthorized(ServiceError):
+class InvalidCursor(InvalidInput):
+    """A page cursor this service did not issue (or one for another listing)."""
+
+    def __init__(self, message: str = "cursor is not one this service issued") -> None:
+        super().__init__(message, field="cursor")
+
+
+class PayloadTooLarge(HermesError):
+    code = "payload_too_large"
+
+
+class Unauthorized(HermesError):
     code = "unauthorized"
-    status = 401
 
 
-class Forbidden(ServiceError):
+class Forbidden(HermesError):
     code = "forbidden"
-    status = 403
 
 
-class Conflict(ServiceError):
+# -- the request conflicts with the current state ---------------------------------------------
+
+
+class Conflict(HermesError):
     code = "conflict"
-    status = 409
 
 
 class SessionBusy(Conflict):
     code = "session_busy"
 
 
-class QueueFull(ServiceError):
+class ApprovalClosed(Conflict):
+    code = "approval_not_pending"
+
+
+class StepNotRetryable(Conflict):
+    code = "step_not_retryable"
+
+
+class DefinitionMoved(Conflict):
+    """An MCP tool's definition changed again since the operator looked at it: approve what
+    is seen."""
+
+    code = "mcp_definition_changed"
+
+
+# -- too much at once -------------------------------------------------------------------------
+
+
+class QueueFull(HermesError):
     code = "queue_full"
-    status = 429
 
 
-class RateLimited(ServiceError):
+class StepQueueFull(HermesError):
+    code = "step_queue_full"
+
+
+class RateLimited(HermesError):
     code = "rate_limited"
-    status = 429
 
 
-class PayloadTooLarge(ServiceError):
-    code = "payload_too_large"
-    status = 413
+# -- something Hermes depends on can't answer -------------------------------------------------
 
 
-class CircuitOpen(ServiceError):
+class CircuitOpen(HermesError):
     code = "circuit_open"
-    status = 503
 
 
-class Unavailable(ServiceError):
+class Unavailable(HermesError):
     code = "unavailable"
-    status = 503
 
 
-class UpstreamLLMError(ServiceError):
-    """The model could not answer after retries and fallbacks."""
+class NLUUnavailable(Unavailable):
+    code = "nlu_unavailable"
 
-    code = "llm_unavailable"
-    status = 502
 
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+class UpstreamLLMError(HermesError):
+    """The model could not answer after retries and fallbacks. `code` says why, from the
+    closed set of model failure codes (`app.llm.failures.MESSAGES`)."""
+
+    def __init__(self, message: str, *, code: str = "llm_unavailable", **details: Any) -> None:
         super().__init__(message, **details)
-        if code is not None:
-            self.code = code  # type: ignore[misc]  # per-instance refinement of the class code
+        self.code = code
 
 
-class TurnFailed(ServiceError):
-    """A turn ended in `turn.failed`; carries the turn's own error code."""
+# -- a turn the caller waited for failed ------------------------------------------------------
 
-    status = 502
+
+class TurnFailed(HermesError):
+    """A turn ended in `turn.failed`; carries the turn's own error code. Build it with
+    `TurnFailed.of`, which picks the subclass that says how the turn ended."""
 
     def __init__(self, code: str, message: str, **details: Any) -> None:
         super().__init__(message, **details)
-        self.code = code  # type: ignore[misc]
-        if code in {"turn_timeout", "llm_timeout"}:
-            self.status = 504  # type: ignore[misc]
-        elif code in {"interrupted", "cancelled"}:
-            self.status = 503  # type: ignore[misc]
-        elif code == "session_deleted":
-            self.status = 410  # type: ignore[misc]
+        self.code = code
+
+    @staticmethod
+    def of(code: str, message: str, **details: Any) -> TurnFailed:
+        kind = _TURN_ENDINGS.get(code, TurnFailed)
+        return kind(code, message, **details)
+
+
+class TurnTimedOut(TurnFailed):
+    """The turn (or the model within it) ran out of time."""
+
+
+class TurnInterrupted(TurnFailed):
+    """The turn was cancelled, or the service shut down under it."""
+
+
+class TurnSessionDeleted(TurnFailed):
+    """The session was deleted while its turn ran."""
+
+
+_TURN_ENDINGS: dict[str, type[TurnFailed]] = {
+    "turn_timeout": TurnTimedOut,
+    "llm_timeout": TurnTimedOut,
+    "interrupted": TurnInterrupted,
+    "cancelled": TurnInterrupted,
+    "session_deleted": TurnSessionDeleted,
+}
+
+
+# -- not the caller's doing -------------------------------------------------------------------
+
+
+class Fault(HermesError):
+    """Base for errors that are no caller's doing: Hermes is misconfigured, its database is
+    gone, or an error meant to be handled inside Hermes escaped. A caller that meets one sees
+    an internal error; the log has the rest."""
+
+
+class InternalError(Fault):
+    """Base for errors Hermes raises and handles itself (a retry signal, a skipped item, a
+    backend refusal turned into a tool message); they may stay private to their module."""
+
+
+class ToolHandlerError(InternalError):
+    """A tool handler failed in a way worth telling the model (not a bug in Hermes): it
+    becomes a tool message, never leaves the turn. `code` is the tool's own stable code for
+    the refusal, so the model can act on it."""
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+# -- Hermes can't start: configuration --------------------------------------------------------
+
+
+class ConfigError(Fault):
+    """Start-up configuration is invalid. `source` names what to fix (the environment
+    variable or the file, with a line where known), `problem` says what is wrong; the message
+    is `"<source>: <problem>"`, one line for the `hermes` command to print."""
+
+    code = "config_error"
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+
+
+class ModelConfigError(ConfigError):
+    """A configured model can't be served; `source` is the variable that names it."""
+
+
+class McpConfigError(ConfigError):
+    """The MCP configuration is unusable; `source` is the file."""
+
+
+class ToolsFileError(ConfigError):
+    """tools.yaml is invalid; `source` is the file, the message adds line and reason."""
+
+
+class NLUModelError(ConfigError):
+    """The NLU model directory is missing, corrupt or out of date; the message says what to
+    do."""
+
+
+class DatasetError(Fault):
+    """The NLU training or test data is malformed; the message names file and line."""
+
+    code = "dataset_error"
+
+
+# -- Hermes can't work: storage ---------------------------------------------------------------
+
+
+class StorageError(Fault):
+    code = "storage_error"
+
+
+class DatabaseClosed(StorageError):
+    code = "database_closed"
+
+
+class MigrationError(StorageError):
+    code = "migration_failed"
+
+
+class OwnerFull(StorageError):
+    """A user has used every memory id their owner range holds."""
+
+    code = "memory_ids_exhausted"

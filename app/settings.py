@@ -16,6 +16,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from app.errors import ConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 ENV_PREFIX = "HERMES_"
 
@@ -26,10 +28,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "accurate. Use the tools you are given to look things up or act; never invent order, "
     "shipment or account data. If a tool fails, say so plainly. Answer in the user's language."
 )
-
-
-class ConfigError(Exception):
-    """Start-up configuration is invalid; the message names the offending variable(s)."""
 
 
 class Settings(BaseSettings):
@@ -211,15 +209,26 @@ def load_settings(**overrides: Any) -> Settings:
     """Build settings or raise `ConfigError` naming each bad variable."""
     config_file = os.environ.get(f"{ENV_PREFIX}CONFIG")
     if config_file and not Path(config_file).is_file():
-        raise ConfigError(f"{ENV_PREFIX}CONFIG: no such file: {config_file}")
+        raise ConfigError(f"{ENV_PREFIX}CONFIG", f"no such file: {config_file}")
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc)) from None
+        raise config_error(exc) from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    lines = []
+def config_error(exc: ValidationError) -> ConfigError:
+    """One bad variable: `"HERMES_X: why (got ...)"` on one line; several: one line each."""
+    problems = describe_validation_error(exc)
+    if len(problems) == 1:
+        return ConfigError(*problems[0])
+    names = ", ".join(dict.fromkeys(name for name, _ in problems))
+    listed = "\n  ".join(f"{name}: {problem}" for name, problem in problems)
+    return ConfigError(names, f"invalid configuration:\n  {listed}")
+
+
+def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
+    """Each problem as (the variable, what is wrong with it)."""
+    problems = []
     for err in exc.errors():
         field = str(err["loc"][0]) if err["loc"] else ""
         name = f"{ENV_PREFIX}{field.upper()}" if field else "configuration"
@@ -230,5 +239,5 @@ def describe_validation_error(exc: ValidationError) -> str:
         shown = (
             "" if got is None or isinstance(got, dict) or field == "api_keys" else f" (got {got!r})"
         )
-        lines.append(f"{name}: {message}{shown}")
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+        problems.append((name, f"{message}{shown}"))
+    return problems

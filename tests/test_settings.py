@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import ConfigError, load_settings
+from app.errors import ConfigError
+from app.settings import load_settings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,13 +6,13 @@ Every route takes what it needs from here (`*Dep` aliases); this is the one modu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Header, Request
 
 from app.api.auth import Authenticator
 from app.conversation.service import ConversationService
-from app.errors import ServiceError
+from app.errors import NLUUnavailable
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
@@ -87,11 +87,6 @@ def get_mcp(runtime: RuntimeDep) -> McpManager | None:
 
 
 McpDep = Annotated["McpManager | None", Depends(get_mcp)]
-
-
-class NLUUnavailable(ServiceError):
-    code: ClassVar[str] = "nlu_unavailable"
-    status: ClassVar[int] = 503
 
 
 def get_parser(runtime: RuntimeDep) -> Parser:

@@ -1,8 +1,15 @@
-"""Every error leaves the API in one shape: {"error": {"code", "message", "details"}}."""
+"""Every error leaves the API in one shape: {"error": {"code", "message", "details"}}.
+
+`WIRE` is the one place that says how a Hermes error answers over HTTP: its status, and
+whether its own code and message are shown. It is looked up along the error's class
+hierarchy, so a subclass answers like its base unless it has an entry of its own. Errors
+that should never reach a caller answer as a bug (`INTERNAL`): 500, a fixed message, logged.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.errors import ServiceError
+from app import errors as e
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,56 @@ _HTTP_CODES = {
     415: "unsupported_media_type",
     429: "rate_limited",
 }
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How an error answers: its HTTP status and, when `code` is set, that code and a fixed
+    message in place of the error's own (which may say more than a caller should see)."""
+
+    status: int
+    code: str | None = None
+    message: str | None = None
+
+
+INTERNAL = Wire(500, "internal_error", "something went wrong on our side")
+
+WIRE: dict[type[BaseException], Wire] = {
+    # the caller asked for something that isn't there
+    e.NotFound: Wire(404),
+    # the request is wrong
+    e.BadRequest: Wire(400),
+    e.InvalidInput: Wire(422),  # InvalidCursor too
+    e.PayloadTooLarge: Wire(413),
+    e.Unauthorized: Wire(401),
+    e.Forbidden: Wire(403),
+    # the request conflicts with the current state
+    e.Conflict: Wire(409),
+    # too much at once
+    e.QueueFull: Wire(429),
+    e.StepQueueFull: Wire(429),
+    e.RateLimited: Wire(429),
+    # something Hermes depends on can't answer
+    e.CircuitOpen: Wire(503),
+    e.Unavailable: Wire(503),
+    e.UpstreamLLMError: Wire(502),
+    # a turn the caller waited for failed: the turn's own code, status by how it ended
+    e.TurnFailed: Wire(502),
+    e.TurnTimedOut: Wire(504),
+    e.TurnInterrupted: Wire(503),
+    e.TurnSessionDeleted: Wire(410),
+    # no caller's doing: configuration, the database, an error meant to be handled inside
+    e.Fault: INTERNAL,
+}
+
+
+def wire_for(kind: type[BaseException]) -> Wire | None:
+    """The entry of the nearest class in `kind`'s hierarchy that has one."""
+    for cls in kind.__mro__:
+        found = WIRE.get(cls)
+        if found is not None:
+            return found
+    return None
 
 
 def error_response(status: int, code: str, message: str, **details: Any) -> JSONResponse:
@@ -42,9 +99,13 @@ def _clean(errors: list[Any]) -> list[dict[str, Any]]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def service_error(_request: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
+    @app.exception_handler(e.HermesError)
+    async def hermes_error(_request: Request, exc: e.HermesError) -> JSONResponse:
+        wire = wire_for(type(exc)) or INTERNAL
+        if wire.code is not None:
+            log.exception("error that should not reach a caller", exc_info=exc)
+            return error_response(wire.status, wire.code, wire.message or "")
+        return JSONResponse(exc.body(), status_code=wire.status)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 
 from app.conversation.runner import TurnRunner
-from app.errors import ServiceError, UpstreamLLMError
+from app.errors import Fault, HermesError
 from app.observability import metrics
 from app.resilience import deadline
 from app.storage.records import Turn
@@ -133,9 +133,10 @@ class TurnManager:
             await self.turns.fail(
                 turn, "turn_timeout", f"the turn did not finish within {self.turn_timeout_s:g}s"
             )
-        except UpstreamLLMError as exc:
-            await self.turns.fail(turn, exc.code, exc.message)
-        except ServiceError as exc:
+        except Fault:
+            log.exception("turn %s failed unexpectedly", turn.id)
+            await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
+        except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
             await self.turns.fail(turn, exc.code, exc.message)
         except asyncio.CancelledError:
             if worker.abort is not None:

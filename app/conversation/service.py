@@ -8,12 +8,12 @@ from typing import Any
 
 from app.conversation.events import EventBus, Follower
 from app.conversation.manager import TurnManager
-from app.errors import InvalidInput, SessionNotFound, TurnFailed, TurnNotFound
+from app.errors import SessionNotFound, TurnFailed, TurnNotFound
 from app.principal import Principal
 from app.storage.events import EventStore
-from app.storage.messages import InvalidMessageCursor, MessageStore
+from app.storage.messages import MessageStore
 from app.storage.records import Event, Message, Session, Turn
-from app.storage.sessions import InvalidCursor, Page, SessionStore
+from app.storage.sessions import Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.text.tokens import estimate_tokens
 
@@ -67,12 +67,9 @@ class ConversationService:
         limit: int,
         cursor: str | None,
     ) -> Page:
-        try:
-            return await self.sessions.list_page(
-                principal.tenant_id, user_id=user_id, status=status, limit=limit, cursor=cursor
-            )
-        except InvalidCursor as exc:
-            raise InvalidInput(str(exc), field="cursor") from None
+        return await self.sessions.list_page(
+            principal.tenant_id, user_id=user_id, status=status, limit=limit, cursor=cursor
+        )
 
     async def delete_session(self, principal: Principal, session_id: str) -> None:
         await self.get_session(principal, session_id)
@@ -93,12 +90,7 @@ class ConversationService:
         self, principal: Principal, session_id: str, *, cursor: str | None, limit: int
     ) -> tuple[list[Message], str | None]:
         await self.get_session(principal, session_id)
-        try:
-            return await self.messages.page(
-                principal.tenant_id, session_id, cursor=cursor, limit=limit
-            )
-        except InvalidMessageCursor as exc:
-            raise InvalidInput(str(exc), field="cursor") from None
+        return await self.messages.page(principal.tenant_id, session_id, cursor=cursor, limit=limit)
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -174,7 +166,7 @@ class ConversationService:
         if final is None:
             raise TurnNotFound("the turn no longer exists", turn_id=turn.id)
         if final.status != "completed" or final.assistant_message_id is None:
-            raise TurnFailed(
+            raise TurnFailed.of(
                 final.error_code or "turn_failed",
                 final.error_message or "the turn failed",
                 turn_id=final.id,

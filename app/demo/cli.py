@@ -29,7 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run_demo_data(args: argparse.Namespace) -> int:
     path: Path | None = args.path
     if path is None:
-        from app.settings import ConfigError, load_settings
+        from app.errors import ConfigError
+        from app.settings import load_settings
 
         try:
             path = load_settings().demo_db_path

@@ -3,12 +3,15 @@ model unchanged, so the model can act on it (ask for another order id, a lower a
 
 from __future__ import annotations
 
+from app.errors import InternalError
 
-class DemoError(Exception):
+
+class DemoError(InternalError):
+    """A refusal the tool layer turns into a `ToolHandlerError` with the same code."""
+
     def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.code = code
-        self.message = message
         self.retryable = retryable
 
 

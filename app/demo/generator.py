@@ -20,6 +20,7 @@ from app.demo.fixtures import add_fixtures
 from app.demo.schema import DDL, SCHEMA_VERSION, TABLES
 from app.demo.texts import TRACKING
 from app.demo.world import CST, Event, Item, World, iso
+from app.errors import Fault
 
 DEFAULT_SEED = 20240520
 EXTRA_CUSTOMERS = 300
@@ -43,7 +44,7 @@ _STAGES = (
 _LAST_STAGE = {"created": 1, "in_transit": 3, "out_for_delivery": 5, "exception": 5}
 
 
-class DemoDataError(RuntimeError):
+class DemoDataError(Fault):
     """The demo file is missing pieces or from another version; regenerating fixes it."""
 
 

@@ -13,6 +13,7 @@ from email.message import EmailMessage
 from email.utils import formatdate
 from typing import Protocol
 
+from app.errors import InternalError
 from app.settings import Settings
 
 
@@ -30,7 +31,7 @@ class SmtpConfig:
         )
 
 
-class MailDeliveryError(Exception):
+class MailDeliveryError(InternalError):
     """The server did not take the message. `permanent` when retrying cannot help (5xx)."""
 
     def __init__(self, message: str, *, permanent: bool) -> None:
@@ -51,7 +52,7 @@ def message_id_for(idempotency_key: str, sender: str) -> str:
     return f"<{idempotency_key}@{domain}>"
 
 
-class MailComposeError(ValueError):
+class MailComposeError(InternalError):
     """These fields make no valid message (a line break in a header, text that won't encode).
     Permanent: the same fields fail again."""
 

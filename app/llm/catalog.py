@@ -20,16 +20,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.settings import ConfigError
+from app.errors import ModelConfigError
 
 LOCAL_PROVIDER = "hermes"
 LOCAL_MODEL = f"{LOCAL_PROVIDER}/local"  # the only model of the hermes provider
 
 ModelApi = Literal["auto", "openai", "litellm"]
-
-
-class ModelConfigError(ConfigError):
-    """A configured model can't be served; the message names the variable."""
 
 
 @dataclass(frozen=True)
@@ -96,26 +92,27 @@ def route(config: ModelConfig, api: ModelApi = "auto", variable: str = "HERMES_M
     if provider == LOCAL_PROVIDER:
         if name != LOCAL_MODEL:
             raise ModelConfigError(
-                f"{variable}: unknown model {name!r}; the only hermes/ model is {LOCAL_MODEL}"
+                variable, f"unknown model {name!r}; the only hermes/ model is {LOCAL_MODEL}"
             )
         return Local()
     if "/" in name and not model:
-        raise ModelConfigError(f"{variable}: {name!r} names a provider but no model")
+        raise ModelConfigError(variable, f"{name!r} names a provider but no model")
     compatible = COMPATIBLE.get(provider) if "/" in name else None
     if api == "litellm" or (api == "auto" and compatible is None):
         _check_litellm(name, variable)
         return ViaLiteLLM()
     if compatible is None:
         raise ModelConfigError(
-            f"{variable}: {name!r} is not an OpenAI-compatible provider"
+            variable,
+            f"{name!r} is not an OpenAI-compatible provider"
             f" ({', '.join(sorted(COMPATIBLE))}); with HERMES_MODEL_API=openai write"
-            " openai/<model> and HERMES_MODEL_API_BASE, or set HERMES_MODEL_API=auto"
+            " openai/<model> and HERMES_MODEL_API_BASE, or set HERMES_MODEL_API=auto",
         )
     env = provider.upper()
     base = config.api_base or os.environ.get(f"{env}_API_BASE") or compatible.base
     if not base:
         raise ModelConfigError(
-            f"{variable}: {name!r} needs HERMES_MODEL_API_BASE (the server's /v1 URL)"
+            variable, f"{name!r} needs HERMES_MODEL_API_BASE (the server's /v1 URL)"
         )
     key = config.api_key or os.environ.get(f"{env}_API_KEY") or None
     return Direct(base.rstrip("/"), model, key, compatible.needs_key)
@@ -156,6 +153,7 @@ def _check_litellm(name: str, variable: str) -> None:
         litellm.get_llm_provider(name)
     except Exception:
         raise ModelConfigError(
-            f"{variable}: unknown model provider in {name!r}; write provider/model,"
-            f" e.g. openai/gpt-4o-mini, or {LOCAL_MODEL} to run offline"
+            variable,
+            f"unknown model provider in {name!r}; write provider/model,"
+            f" e.g. openai/gpt-4o-mini, or {LOCAL_MODEL} to run offline",
         ) from None

@@ -20,6 +20,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, replace
 
+from app.errors import InternalError
 from app.llm.failures import ModelFailure, ModelsFailed, as_failure
 from app.llm.gateway import Attempt, ChatModel, ModelRequest, ModelRoute, StreamEnd, StreamItem
 from app.llm.masking import Redact
@@ -49,7 +50,7 @@ class _Started:
     tries: int
 
 
-class _Skipped(Exception):
+class _Skipped(InternalError):
     """The model's breaker is open: no try was made."""
 
 

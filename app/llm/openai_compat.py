@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 
 from app import __version__
+from app.errors import InternalError
 from app.llm.catalog import Direct
 from app.llm.clients import ModelClients
 from app.llm.failures import (
@@ -34,7 +35,7 @@ from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, Tool
 from app.llm.sse import event_data
 
 
-class _Malformed(Exception):
+class _Malformed(InternalError):
     """An event the stream should not contain."""
 
 

@@ -26,6 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from app.errors import InternalError
+
 # ---------------------------------------------------------------------------------------------
 # Script steps
 
@@ -346,7 +348,7 @@ async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any]
     yield final
 
 
-class _DropConnection(Exception):
+class _DropConnection(InternalError):
     pass
 
 

@@ -8,7 +8,7 @@ from app.memory.decay import DecayPolicy
 from app.memory.embeddings import Embedder, LiteLLMEmbedder
 from app.memory.extract import Proposal, ToolEvidence
 from app.memory.port import AfterTurn, BeforeTurn, Recall, TurnMemory
-from app.memory.records import MemoryItem, MemoryNotFound, Scope
+from app.memory.records import MemoryItem, Scope
 from app.memory.scoring import ScoringConfig
 from app.memory.service import MemoryService
 from app.memory.sweep import Retention
@@ -20,7 +20,6 @@ __all__ = [
     "AfterTurn",
     "BeforeTurn",
     "MemoryItem",
-    "MemoryNotFound",
     "MemoryService",
     "MemorySweeper",
     "Proposal",

@@ -6,7 +6,6 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.errors import NotFound
 from app.memory.origin import Origin, classify
 
 Tier = Literal["fact", "node"]
@@ -18,10 +17,6 @@ STATUSES: tuple[Status, ...] = ("active", "pending", "archived", "rejected")
 
 # fact_type is the first segment of a key when it names one of these; otherwise "note".
 FACT_TYPES: tuple[str, ...] = ("preference", "contact", "decision", "profile", "event", "note")
-
-
-class MemoryNotFound(NotFound):
-    code = "memory_not_found"
 
 
 @dataclass(frozen=True)

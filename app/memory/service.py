@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from app.errors import MemoryNotFound
 from app.memory import erase, store
 from app.memory.cues import is_denial, is_forget_command
 from app.memory.decay import DecayPolicy, current_confidence
@@ -27,7 +28,6 @@ from app.memory.records import (
     Draft,
     HistoryEntry,
     MemoryItem,
-    MemoryNotFound,
     Scope,
     SweepReport,
     Tier,

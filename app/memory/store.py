@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from app.errors import OwnerFull
 from app.memory.decay import DecayPolicy, decay_at
 from app.memory.fence import neutral
 from app.memory.lexicon import describe, normalize
@@ -28,10 +29,6 @@ COLUMNS = (
 )
 SEQ_BITS = 24  # each user owns primary keys [owner << 24, (owner + 1) << 24)
 _OWNED = "tenant_id = ? AND user_id = ?"
-
-
-class OwnerFull(RuntimeError):
-    pass
 
 
 def same_value(a: str, b: str) -> bool:

@@ -30,7 +30,7 @@ def _train(args: argparse.Namespace) -> int:
         print(f"hermes: training needs the train extra ({exc}); pip install -e '.[train]'",
               file=sys.stderr)  # fmt: skip
         return 2
-    from app.nlu.manifest import NLUModelError
+    from app.errors import NLUModelError
 
     out: Path = args.out or _model_dir()
     started = time.perf_counter()
@@ -50,9 +50,9 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from app.errors import NLUModelError
     from app.nlu.dataset import read_test_set
     from app.nlu.evaluate import evaluate, format_report
-    from app.nlu.manifest import NLUModelError
     from app.nlu.pipeline import NLUPipeline
 
     test = read_test_set(args.test)

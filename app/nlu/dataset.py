@@ -18,15 +18,12 @@ from typing import Any
 
 import yaml
 
+from app.errors import DatasetError
 from app.nlu.types import INTENTS, SLOTS
 
 TRAIN_FILE = "train.jsonl"
 TEST_FILE = "test.yaml"
 _MARK = re.compile(r"\[([^\]]+)\]\((\w+)(?:=([^)]*))?\)")
-
-
-class DatasetError(ValueError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from app.errors import NLUModelError
 from app.nlu.features import intent_document
-from app.nlu.manifest import NLUModelError
 from app.nlu.types import INTENTS, IntentScore
 
 CLASSES_KEY = "hermes.intents"
@@ -39,11 +39,13 @@ class IntentClassifier:
                 str(path), session_options(), providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # ORT raises its own untyped errors for unreadable models
-            raise NLUModelError(f"cannot load the intent model {path}: {exc}") from exc
+            raise NLUModelError(str(path), f"cannot load the intent model: {exc}") from exc
         meta = self._session.get_modelmeta().custom_metadata_map
         self.classes: tuple[str, ...] = tuple(meta.get(CLASSES_KEY, "").split(","))
         if sorted(self.classes) != sorted(INTENTS):
-            raise NLUModelError(f"{path} predicts {self.classes}, expected the labels {INTENTS}")
+            raise NLUModelError(
+                str(path), f"predicts {self.classes}, expected the labels {INTENTS}"
+            )
         self._input = self._session.get_inputs()[0].name
         outputs = [o.name for o in self._session.get_outputs()]
         self._label_output, self._proba_output = outputs[0], outputs[1]

@@ -14,16 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.errors import HermesError
+from app.errors import NLUModelError
 
 MANIFEST = "manifest.json"
 INTENT_MODEL = "intent.onnx"
 SLOT_MODEL = "slots.crfsuite"
 FORMAT = 1
-
-
-class NLUModelError(HermesError):
-    """The model directory is missing, corrupt or out of date; the message says what to do."""
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -60,12 +56,12 @@ class Manifest:
         path = model_dir / MANIFEST
         if not path.is_file():
             raise NLUModelError(
-                f"no NLU model in {model_dir} (missing {MANIFEST}); run `hermes nlu train`"
+                str(model_dir), f"no NLU model here (missing {MANIFEST}); run `hermes nlu train`"
             )
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             if raw.get("format") != FORMAT:
-                raise NLUModelError(f"{path}: unsupported manifest format {raw.get('format')!r}")
+                raise NLUModelError(str(path), f"unsupported manifest format {raw.get('format')!r}")
             return cls(
                 data_file=raw["data"]["file"],
                 data_sha256=raw["data"]["sha256"],
@@ -76,22 +72,23 @@ class Manifest:
                 trained_with=dict(raw["trained_with"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise NLUModelError(f"{path} is not a valid NLU manifest: {exc}") from exc
+            raise NLUModelError(str(path), f"not a valid NLU manifest: {exc}") from exc
 
     def verify(self, model_dir: Path, data_dir: Path | None) -> None:
         """Raise NLUModelError unless the artefacts and (when present) the data match."""
         if config_digest(self.config) != self.config_sha256:
             raise NLUModelError(
-                f"{model_dir / MANIFEST}: the config hash does not match its config"
+                str(model_dir / MANIFEST), "the config hash does not match its config"
             )
         for name in (INTENT_MODEL, SLOT_MODEL):
             path = model_dir / name
             if not path.is_file():
-                raise NLUModelError(f"{path} is missing; run `hermes nlu train`")
+                raise NLUModelError(str(model_dir), f"{name} is missing; run `hermes nlu train`")
             if sha256_bytes(path.read_bytes()) != self.artefacts.get(name):
                 raise NLUModelError(
-                    f"{path} does not match the sha256 in {MANIFEST} (corrupt or hand-edited); "
-                    "run `hermes nlu train`"
+                    str(model_dir),
+                    f"{name} does not match the sha256 in {MANIFEST} (corrupt or hand-edited); "
+                    "run `hermes nlu train`",
                 )
         if data_dir is None:
             return
@@ -101,7 +98,8 @@ class Manifest:
         actual = sha256_bytes(data.read_bytes())
         if actual != self.data_sha256:
             raise NLUModelError(
-                f"the NLU model in {model_dir} was trained from {self.data_file} with sha256 "
+                str(model_dir),
+                f"the NLU model here was trained from {self.data_file} with sha256 "
                 f"{self.data_sha256[:12]}..., but {data} now has {actual[:12]}...; "
-                f"retrain with `hermes nlu train --data {data_dir} --out {model_dir}`"
+                f"retrain with `hermes nlu train --data {data_dir} --out {model_dir}`",
             )

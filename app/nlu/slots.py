@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pycrfsuite
 
-from app.nlu.manifest import NLUModelError
+from app.errors import NLUModelError
 from app.nlu.normalise import TRACKING_NUMBER, normalise
 from app.nlu.slot_features import decode, sentence_features
 from app.nlu.types import Slot
@@ -22,7 +22,7 @@ class SlotTagger:
         try:
             self._tagger.open(str(path))
         except (OSError, ValueError) as exc:
-            raise NLUModelError(f"cannot load the slot model {path}: {exc}") from exc
+            raise NLUModelError(str(path), f"cannot load the slot model: {exc}") from exc
         # A crfsuite Tagger keeps the sequence it is tagging inside itself: one caller at a time.
         self._lock = threading.Lock()
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pycrfsuite
 
+from app.errors import NLUModelError
 from app.nlu.dataset import TRAIN_FILE, Example, read_jsonl
 from app.nlu.features import intent_document
 from app.nlu.intent import CLASSES_KEY
@@ -29,7 +30,6 @@ from app.nlu.manifest import (
     MANIFEST,
     SLOT_MODEL,
     Manifest,
-    NLUModelError,
     config_digest,
     sha256_bytes,
 )
@@ -158,7 +158,7 @@ def train(data_dir: Path, out_dir: Path, config: TrainConfig | None = None) -> T
     config = config or TrainConfig()
     data_path = data_dir / TRAIN_FILE
     if not data_path.is_file():
-        raise NLUModelError(f"no training data at {data_path}")
+        raise NLUModelError(str(data_path), "no training data")
     raw = data_path.read_bytes()
     examples = read_jsonl(data_path)
     random.Random(config.seed).shuffle(examples)

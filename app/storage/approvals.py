@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app import events
+from app.errors import InternalError
 from app.storage import audit
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
@@ -52,7 +53,10 @@ class Approval:
         return cls(**values)
 
 
-class ApprovalNotPending(Exception):
+class ApprovalNotPending(InternalError):
+    """Raised to the approval service, which answers `ApprovalClosed` or keeps the decision
+    that won the race."""
+
     def __init__(self, approval: Approval) -> None:
         super().__init__(f"approval {approval.id} is already {approval.status}")
         self.approval = approval

@@ -10,6 +10,7 @@ import base64
 import re
 from typing import Any
 
+from app.errors import InvalidCursor
 from app.storage.records import Message, dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -21,10 +22,6 @@ _COLUMNS = (
 
 _CURSOR = re.compile(r"([0-9]{1,19}):([0-9]{1,19})")
 _MAX_INT = 2**63 - 1
-
-
-class InvalidMessageCursor(ValueError):
-    pass
 
 
 def message_cursor(message: Message) -> str:
@@ -39,7 +36,7 @@ def _decode(cursor: str) -> tuple[int, int]:
     # Plain digits only (int() would take "-5", " 7" or "1_0"), each within SQLite's INTEGER.
     found = _CURSOR.fullmatch(text)
     if found is None or max(int(found[1]), int(found[2])) > _MAX_INT:
-        raise InvalidMessageCursor("cursor is not one this service issued")
+        raise InvalidCursor
     return int(found[1]), int(found[2])
 
 

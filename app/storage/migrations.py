@@ -14,11 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.errors import MigrationError
+
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
-
-class MigrationError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)

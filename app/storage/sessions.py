@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import events
+from app.errors import InvalidCursor
 from app.storage.records import Session, dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -20,10 +21,6 @@ _COLUMNS = (
 
 _MAX_ID = 128
 _MAX_TIME = 2**63 - 1
-
-
-class InvalidCursor(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
             raise ValueError
         return float(created_at), session_id
     except (ValueError, TypeError) as exc:
-        raise InvalidCursor("cursor is not one this service issued") from exc
+        raise InvalidCursor from exc
 
 
 def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:

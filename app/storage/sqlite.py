@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 import aiosqlite
 
+from app.errors import DatabaseClosed
 from app.storage.migrations import apply_migrations
 
 log = logging.getLogger(__name__)
@@ -86,10 +87,6 @@ class _Job(Generic[T]):
     fn: Callable[[sqlite3.Connection], T]
     future: asyncio.Future[T]
     on_commit: Callable[[T], None] | None
-
-
-class DatabaseClosed(RuntimeError):
-    pass
 
 
 def _configure(conn: sqlite3.Connection, synchronous: str, busy_timeout_ms: int) -> None:

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from app.errors import DatabaseClosed
 from app.events import EventType
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database, DatabaseClosed, note_event
+from app.storage.sqlite import Database, note_event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -15,20 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.errors import Conflict, NotFound
+from app.errors import ApprovalClosed, ApprovalNotFound
 from app.principal import Principal
 from app.storage.approvals import Approval, ApprovalNotPending, ApprovalStore
 from app.tools.context import TurnScope
 
 Decision = Literal["approved", "rejected", "expired"]
-
-
-class ApprovalNotFound(NotFound):
-    code = "approval_not_found"
-
-
-class ApprovalClosed(Conflict):
-    code = "approval_not_pending"
 
 
 @dataclass(frozen=True)

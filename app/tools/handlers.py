@@ -12,19 +12,10 @@ from urllib.parse import quote
 
 import httpx
 
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
 from app.tools.loader import resolve_python
 from app.tools.spec import HttpHandler, PythonHandler, ToolSpec
-
-
-class ToolHandlerError(Exception):
-    """A handler failed in a way worth telling the model (not a bug in Hermes)."""
-
-    def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.retryable = retryable
 
 
 class Runner(Protocol):

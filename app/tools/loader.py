@@ -12,6 +12,7 @@ import jsonschema
 import yaml
 from jsonschema.validators import Draft202012Validator
 
+from app.errors import ToolsFileError
 from app.tools.meta_schema import META_SCHEMA
 from app.tools.spec import (
     BusinessRule,
@@ -29,10 +30,6 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 # libyaml's loader parses tools.yaml ten times faster than the pure-Python one, when present.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class ToolsFileError(ValueError):
-    """tools.yaml is invalid; the message carries the file, line and reason."""
 
 
 def _line_index(node: yaml.Node, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
@@ -126,20 +123,20 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ToolsFileError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ToolsFileError(str(path), f"cannot read: {exc.strerror}") from None
     try:
         node = yaml.compose(text, Loader=_LOADER)
         data = yaml.load(text, Loader=_LOADER)  # a safe loader: plain data only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ToolsFileError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise ToolsFileError(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if node is None or data is None:
-        raise ToolsFileError(f"{path}:1: the file is empty")
+        raise ToolsFileError(f"{path}:1", "the file is empty")
     lines = _line_index(node)
 
     def fail(at: tuple[Any, ...], reason: str) -> ToolsFileError:
-        return ToolsFileError(f"{path}:{_line_of(lines, at)}: {reason}")
+        return ToolsFileError(f"{path}:{_line_of(lines, at)}", reason)
 
     errors = sorted(
         Draft202012Validator(META_SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path)

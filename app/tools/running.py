@@ -14,9 +14,9 @@ import errno
 import logging
 from typing import Any
 
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
 from app.tools.flow import ToolGuards
-from app.tools.handlers import ToolHandlerError
 from app.tools.registry import RegisteredTool
 from app.tools.results import ToolError, ToolResult
 from app.tools.spec import ToolSpec

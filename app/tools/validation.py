@@ -23,6 +23,8 @@ from typing import Any
 from jsonschema import FormatChecker, ValidationError
 from jsonschema.validators import Draft202012Validator
 
+from app.errors import InternalError
+
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -45,7 +47,9 @@ class ArgumentProblem:
         return f"{self.field}: expected {self.expected}; received {self.received}"
 
 
-class InvalidArguments(Exception):
+class InvalidArguments(InternalError):
+    """Arguments the model sent fail validation: the executor hands `hint` back to it."""
+
     def __init__(self, problems: list[ArgumentProblem], *, malformed_json: bool = False) -> None:
         self.problems = problems
         self.malformed_json = malformed_json

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from app.errors import ServiceError
+from app.errors import StepQueueFull
 from app.events import NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
@@ -54,11 +54,6 @@ MODEL_OUTPUT_SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class StepQueueFull(ServiceError):
-    code = "step_queue_full"
-    status = 429
 
 
 def _status_of(result: ToolResult) -> StepStatus:

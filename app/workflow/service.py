@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, StepNotFound, StepNotRetryable
 from app.principal import Principal
 from app.storage.records import Turn
 from app.storage.steps import Step, StepStore
@@ -10,14 +10,6 @@ from app.storage.turns import TurnStore
 from app.workflow.ports import SessionLookup, TurnControl
 
 RETRYABLE = ("failed", "timed_out", "stuck")
-
-
-class StepNotFound(NotFound):
-    code = "step_not_found"
-
-
-class StepNotRetryable(Conflict):
-    code = "step_not_retryable"
 
 
 class StepService:

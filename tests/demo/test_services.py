@@ -11,8 +11,8 @@ from app.demo.mail import SmtpMailer
 from app.demo.services import close_demo, demo_services, open_demo
 from app.demo.store import DemoStore
 from app.demo.testing import RecordingMailer
+from app.errors import DatabaseClosed
 from app.settings import Settings
-from app.storage.sqlite import DatabaseClosed
 
 
 def settings_for(tmp_path: Path) -> Settings:

@@ -8,18 +8,17 @@ import sys
 
 import pytest
 
+from app.errors import ConfigError, ModelConfigError
 from app.llm.catalog import (
     Direct,
     Local,
     ModelApi,
     ModelConfig,
-    ModelConfigError,
     Route,
     ViaLiteLLM,
     check_models,
     route,
 )
-from app.settings import ConfigError
 
 
 @pytest.mark.parametrize(

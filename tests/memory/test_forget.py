@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
+from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
-from app.memory.records import MemoryNotFound
 from app.memory.service import MemoryService
 from app.storage.sqlite import Database
 from tests.memory.conftest import ALICE, BOB, OTHER_TENANT_ALICE

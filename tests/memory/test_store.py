@@ -2,8 +2,8 @@
 
 import pytest
 
+from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
-from app.memory.records import MemoryNotFound
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
 from tests.memory.conftest import ALICE, BOB

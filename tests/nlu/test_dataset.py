@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import DatasetError
 from app.nlu.dataset import (
-    DatasetError,
     Example,
     Span,
     check,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import NLUModelError
 from app.nlu.dataset import TRAIN_FILE
-from app.nlu.manifest import INTENT_MODEL, MANIFEST, SLOT_MODEL, NLUModelError
+from app.nlu.manifest import INTENT_MODEL, MANIFEST, SLOT_MODEL
 from app.nlu.pipeline import NLUPipeline
 from tests.nlu.conftest import DATA_DIR, MODEL_DIR
 

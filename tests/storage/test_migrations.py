@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import MigrationError
 from app.settings import PROJECT_ROOT
-from app.storage.migrations import MigrationError, apply_migrations, discover, split_statements
+from app.storage.migrations import apply_migrations, discover, split_statements
 
 
 def _write(directory: Path, name: str, sql: str) -> None:

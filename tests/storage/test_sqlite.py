@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import DatabaseClosed
 from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database, DatabaseClosed
+from app.storage.sqlite import Database
 
 
 @pytest.fixture

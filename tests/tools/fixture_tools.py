@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 @dataclass

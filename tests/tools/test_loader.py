@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import ToolsFileError
 from app.settings import PROJECT_ROOT
-from app.tools.loader import ToolsFileError, load_tools, resolve_python
+from app.tools.loader import load_tools, resolve_python
 
 GOOD_TOOL = """
   - name: ping

@@ -16,7 +16,7 @@ from app.api.auth import require_role
 from app.api.deps import McpDep, PrincipalDep
 from app.api.params import McpServerName, McpToolName
 from app.api.schemas import ErrorResponse, Strict, iso
-from app.tools.mcp.errors import McpServerNotFound
+from app.errors import McpServerNotFound
 
 router = APIRouter(prefix="/v1/mcp", tags=["mcp"])
 

@@ -11,8 +11,8 @@ from app.demo.errors import DemoError
 from app.demo.mail import Mailer
 from app.demo.records import Actor
 from app.demo.store import DemoStore
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 def demo_store(ctx: ToolContext) -> DemoStore:

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 async def current_time(ctx: ToolContext, timezone: str = "Asia/Shanghai") -> dict[str, Any]:

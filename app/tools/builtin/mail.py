@@ -6,9 +6,9 @@ from typing import Any
 
 from app.demo.mail import MailComposeError, MailDeliveryError, message_id_for
 from app.demo.outbox import Draft
+from app.errors import ToolHandlerError
 from app.tools.builtin._demo import actor, demo_store, mailer, refusals
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 async def send_email(ctx: ToolContext, to: str, subject: str, body: str) -> dict[str, Any]:

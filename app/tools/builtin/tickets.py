@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.errors import ToolHandlerError
 from app.tools.builtin._demo import actor, demo_store, refusals
 from app.tools.context import ToolContext
-from app.tools.handlers import ToolHandlerError
 
 
 async def create_ticket(

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.errors import McpConfigError
 from app.tools.mcp.secrets import SecretMasker
 from app.tools.spec import Risk
 
@@ -32,10 +33,6 @@ _SECRETISH = re.compile(r"key|token|secret|password|passwd|auth|credential|cooki
 
 Trust = Literal["trusted", "untrusted"]
 ProtocolMode = Literal["auto", "legacy"]
-
-
-class McpConfigError(Exception):
-    """The MCP configuration is unusable; the message names the file, server and reason."""
 
 
 class ToolFilter(BaseModel):
@@ -157,11 +154,11 @@ def load_mcp_config(path: Path | str | None, environ: Mapping[str, str] | None =
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise McpConfigError(f"{path}: no such file") from None
+        raise McpConfigError(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise McpConfigError(f"{path}: cannot be read ({exc})") from None
+        raise McpConfigError(str(path), f"cannot be read ({exc})") from None
     except json.JSONDecodeError as exc:
-        raise McpConfigError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise McpConfigError(str(path), f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
     return parse_mcp_config(raw, str(path), environ)
 
 
@@ -170,10 +167,10 @@ def parse_mcp_config(
 ) -> McpConfig:
     env = os.environ if environ is None else environ
     if not isinstance(raw, dict) or not isinstance(raw.get("mcpServers"), dict):
-        raise McpConfigError(f'{source}: expected an object with an "mcpServers" object')
+        raise McpConfigError(source, 'expected an object with an "mcpServers" object')
     unknown = sorted(set(raw) - {"mcpServers", "$schema"})
     if unknown:
-        raise McpConfigError(f"{source}: unknown top-level key(s): {', '.join(unknown)}")
+        raise McpConfigError(source, f"unknown top-level key(s): {', '.join(unknown)}")
     config = McpConfig(source=source)
     for name, entry in raw["mcpServers"].items():
         config.servers[name] = _server(name, entry, source, env, config.masker)
@@ -186,13 +183,14 @@ def _server(
     where = f"{source}: server {name!r}"
     if not _SERVER_NAME.match(name) or len(name) > 40:
         raise McpConfigError(
-            f"{where}: the name must be 1-40 letters, digits, '-' or single '_' "
-            "(it becomes part of tool names)"
+            where,
+            "the name must be 1-40 letters, digits, '-' or single '_' "
+            "(it becomes part of tool names)",
         )
     if not isinstance(entry, dict):
-        raise McpConfigError(f"{where}: expected an object")
+        raise McpConfigError(where, "expected an object")
     if ("command" in entry) == ("url" in entry):
-        raise McpConfigError(f"{where}: give either 'command' (stdio) or 'url' (HTTP)")
+        raise McpConfigError(where, "give either 'command' (stdio) or 'url' (HTTP)")
     try:
         parsed: _StdioEntry | _HttpEntry = (
             _StdioEntry.model_validate(entry)
@@ -200,7 +198,7 @@ def _server(
             else _HttpEntry.model_validate(entry)
         )
     except ValidationError as exc:
-        raise McpConfigError(f"{where}: {_describe(exc)}") from None
+        raise McpConfigError(where, f"{_describe(exc)}") from None
 
     def expand(value: str, what: str, secret: bool = False) -> str:
         def one(match: re.Match[str]) -> str:
@@ -208,7 +206,7 @@ def _server(
             if found is None:
                 if not parsed.enabled:
                     return ""  # a switched-off server may name variables this host lacks
-                raise McpConfigError(f"{where}: {what} refers to ${{{match[1]}}}, which is not set")
+                raise McpConfigError(where, f"{what} refers to ${{{match[1]}}}, which is not set")
             masker.add(found)
             return found
 

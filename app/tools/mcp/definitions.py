@@ -21,6 +21,7 @@ from typing import Any
 
 from mcp_types import Tool
 
+from app.errors import InternalError
 from app.tools.mcp.config import ServerConfig
 from app.tools.mcp.naming import tool_name
 from app.tools.spec import McpHandler, Risk, ToolSpec
@@ -30,7 +31,7 @@ from app.tools.spec import McpHandler, Risk, ToolSpec
 EXECUTOR_MARGIN_S = 1.0
 
 
-class UnusableTool(ValueError):
+class UnusableTool(InternalError):
     """The tool's input schema cannot be offered to a model."""
 
 

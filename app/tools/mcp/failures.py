@@ -6,10 +6,10 @@ from __future__ import annotations
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
 
-from app.tools.handlers import ToolHandlerError
+from app.errors import InternalError, ToolHandlerError
 
 
-class SessionExpired(Exception):
+class SessionExpired(InternalError):
     """The HTTP server no longer knows our session (it restarted): reconnect and resend."""
 
 

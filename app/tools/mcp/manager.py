@@ -18,6 +18,7 @@ from typing import Any
 
 from mcp_types import Tool
 
+from app.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound
 from app.resilience.breaker import BreakerPolicy, CircuitBreaker
 from app.settings import Settings
 from app.tools.context import ToolContext
@@ -26,7 +27,6 @@ from app.tools.mcp import status
 from app.tools.mcp.config import McpConfig, ServerConfig
 from app.tools.mcp.connection import ConnectOptions, ServerConnection
 from app.tools.mcp.definitions import Definition, UnusableTool, build_spec
-from app.tools.mcp.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound
 from app.tools.mcp.health import Backoff
 from app.tools.mcp.results import adapt_result
 from app.tools.mcp.secrets import LogMasking

@@ -23,7 +23,7 @@ from mcp_types import (
     TextContent,
 )
 
-from app.tools.handlers import ToolHandlerError
+from app.errors import ToolHandlerError
 
 
 def adapt_result(result: CallToolResult) -> Any:

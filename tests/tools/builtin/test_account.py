@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import HAN_MEIMEI_EMAIL, HAN_MEIMEI_PHONE, LI_LEI, LI_LEI_PHONE
+from app.errors import ToolHandlerError
 from app.tools.builtin.account import reset_password, update_contact_info
-from app.tools.handlers import ToolHandlerError
 from tests.tools.builtin.conftest import Ctx, conforms, count
 
 

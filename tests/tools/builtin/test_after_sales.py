@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import DELIVERED_ORDER, FOREIGN_ORDER, LI_LEI, SHIPPED_ORDER
+from app.errors import ToolHandlerError
 from app.tools.builtin.after_sales import request_refund, request_return
-from app.tools.handlers import ToolHandlerError
 from tests.tools.builtin.conftest import Ctx, conforms, count
 
 

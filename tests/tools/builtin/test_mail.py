@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.demo.testing import SmtpSink
+from app.errors import ToolHandlerError
 from app.tools.builtin.mail import send_email
-from app.tools.handlers import ToolHandlerError
 from tests.tools.builtin.conftest import Ctx, conforms, count
 
 TO = "li.lei@example.com"

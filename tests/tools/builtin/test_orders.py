@@ -11,8 +11,8 @@ from app.demo.fixtures import (
     SHIPPED_ORDER,
     SHIPPED_TRACKING,
 )
+from app.errors import ToolHandlerError
 from app.tools.builtin.orders import query_order_status
-from app.tools.handlers import ToolHandlerError
 from tests.tools.builtin.conftest import Ctx, conforms
 
 

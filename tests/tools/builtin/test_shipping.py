@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import HAN_MEIMEI, LI_LEI, SHIPPED_TRACKING
+from app.errors import ToolHandlerError
 from app.tools.builtin.shipping import track_shipment
-from app.tools.handlers import ToolHandlerError
 from tests.tools.builtin.conftest import Ctx, conforms
 
 

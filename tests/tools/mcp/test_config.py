@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import McpConfigError
 from app.tools.mcp.config import (
     HttpTarget,
-    McpConfigError,
     StdioTarget,
     load_mcp_config,
     parse_mcp_config,

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound, ToolHandlerError
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
 from app.storage.sqlite import Database
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor
-from app.tools.handlers import ToolHandlerError
-from app.tools.mcp.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound
 from app.tools.mcp.naming import MAX_LENGTH
 from app.tools.mcp.store import FIRST_SEEN, SqliteDefinitionStore
 from app.tools.mcp.testing import http_server, scripted_stdio

@@ -16,7 +16,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from app.tools.handlers import ToolHandlerError
+from app.errors import ToolHandlerError
 from app.tools.mcp.results import adapt_result
 
 
