@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from app.conversation.assembly import TurnParts, TurnStores, assemble
 from app.conversation.budget import (
     BudgetConfig,
     ExtractiveSummarizer,
@@ -22,7 +23,7 @@ from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
-from app.conversation.runner import RunnerConfig, TurnRunner
+from app.conversation.runner import RunnerConfig
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
 from app.demo.services import DemoServices, close_demo, open_demo
@@ -43,14 +44,8 @@ from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
-from app.storage.events import EventStore
-from app.storage.messages import MessageStore
-from app.storage.sessions import SessionStore
-from app.storage.snapshots import SnapshotStore
 from app.storage.sqlite import Database
-from app.storage.steps import StepStore
 from app.storage.tool_calls import ToolCallStore
-from app.storage.turns import TurnStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
@@ -276,11 +271,7 @@ async def open_runtime(
         stack.push_async_callback(sweeper.stop)
 
         bus = EventBus()
-        sessions = SessionStore(db, bus.publish)
-        turns = TurnStore(db, bus.publish)
-        messages = MessageStore(db, bus.publish)
-        events = EventStore(db, bus.publish)
-        snapshots = SnapshotStore(db, bus.publish)
+        stores = TurnStores.on(db, bus.publish)
 
         http = SharedHttpClient()
         stack.push_async_callback(http.aclose)
@@ -309,10 +300,10 @@ async def open_runtime(
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
-        confirmations = ConfirmationStore(db, bus.publish)
-        executor = build_executor(settings, registry, db, approvals, bus, confirmations, services)
+        executor = build_executor(
+            settings, registry, db, approvals, bus, stores.confirmations, services
+        )
         stack.push_async_callback(executor.guards.limiter.aclose)
-        steps = StepStore(db, bus.publish)
         loop = AgentLoop(
             model,
             executor,
@@ -324,38 +315,37 @@ async def open_runtime(
             ),
             model_label=settings.model,
         )
-        runner = TurnRunner(
-            turns=turns,
-            messages=messages,
-            snapshots=snapshots,
-            loop=loop,
-            registry=registry,
-            config=RunnerConfig(
-                settings.system_prompt,
-                settings.context_max_messages,
-                step_queue_max_depth=settings.step_queue_max_depth,
-                ask_user_timeout_s=settings.ask_user_timeout_s,
-                context_cache_sessions=settings.context_cache_sessions,
-                delta_flush_s=settings.delta_flush_ms / 1000,
+        core = assemble(
+            stores,
+            bus,
+            TurnParts(
+                loop=loop,
+                registry=registry,
+                redactor=executor.redactor,
+                channel=DualChannel(parser, settings.nlu_min_confidence),
+                context=ContextBuilder(
+                    settings.system_prompt,
+                    BudgetConfig.from_settings(settings),
+                    build_summarizer(settings, model),
+                ),
+                memory=memory,
+                runner_config=RunnerConfig(
+                    settings.system_prompt,
+                    settings.context_max_messages,
+                    step_queue_max_depth=settings.step_queue_max_depth,
+                    ask_user_timeout_s=settings.ask_user_timeout_s,
+                    context_cache_sessions=settings.context_cache_sessions,
+                    delta_flush_s=settings.delta_flush_ms / 1000,
+                ),
+                limits=TurnLimits(
+                    busy_policy=settings.busy_policy,
+                    max_queued=settings.max_queued_turns,
+                    keepalive_s=settings.sse_keepalive_s,
+                ),
+                turn_timeout_s=settings.turn_timeout_s,
             ),
-            steps=steps,
-            redactor=executor.redactor,
-            channel=DualChannel(parser, settings.nlu_min_confidence),
-            context=ContextBuilder(
-                settings.system_prompt,
-                BudgetConfig.from_settings(settings),
-                build_summarizer(settings, model),
-            ),
-            memory=memory,
-            confirmations=confirmations,
         )
-        manager = TurnManager(
-            turns=turns,
-            sessions=sessions,
-            runner=runner,
-            turn_timeout_s=settings.turn_timeout_s,
-            steps=steps,
-        )
+        manager, conversation, steps, turns = core.manager, core.service, stores.steps, stores.turns
         for turn_id in await turns.fail_interrupted():
             await steps.close_open(
                 turn_id, "failed", {"code": "interrupted", "message": "the service restarted"}
@@ -364,19 +354,6 @@ async def open_runtime(
         stack.push_async_callback(manager.shutdown)
         await manager.resume_queued()
 
-        conversation = ConversationService(
-            sessions=sessions,
-            turns=turns,
-            messages=messages,
-            events=events,
-            manager=manager,
-            bus=bus,
-            limits=TurnLimits(
-                busy_policy=settings.busy_policy,
-                max_queued=settings.max_queued_turns,
-                keepalive_s=settings.sse_keepalive_s,
-            ),
-        )
         watchdog = Watchdog(
             steps=steps,
             turns=turns,

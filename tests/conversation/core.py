@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from app.conversation.assembly import TurnParts, TurnStores, assemble
 from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
 from app.conversation.context import ContextBuilder
 from app.conversation.emitter import TurnEmitter
@@ -33,7 +34,6 @@ from app.memory.testing import NullMemory
 from app.principal import LOCAL
 from app.settings import PROJECT_ROOT
 from app.storage.approvals import ApprovalStore
-from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
 from app.storage.records import Event, Message, Turn
@@ -243,58 +243,40 @@ async def open_core(
     async with contextlib.AsyncExitStack() as stack:
         db = await Database(path / "core.db", migrations_dir=PROJECT_ROOT / "migrations").open()
         stack.push_async_callback(db.close)
-        sessions = SessionStore(db, publish)
-        turns = TurnStore(db, publish)
-        messages = MessageStore(db, publish)
-        events = EventStore(db, publish)
-        snapshots = SnapshotStore(db, publish)
-        steps = StepStore(db, publish)
+        stores = TurnStores.on(db, publish)
         model = ScriptedLLM(*script)
         registry = registry_of(TOOLS)
-        confirmations = ConfirmationStore(db, publish)
         executor = ToolExecutor(
             registry,
             calls=ToolCallStore(db, publish),
             approvals=ApprovalBroker(ApprovalStore(db, publish), approval_timeout_s),
-            confirmations=confirmations,
+            confirmations=stores.confirmations,
             config=ExecutorConfig(),
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
         loop = AgentLoop(model, executor, LoopLimits(max_rounds=max_rounds), model_label="scripted")
-        runner = TurnRunner(
-            turns=turns,
-            messages=messages,
-            snapshots=snapshots,
-            loop=loop,
-            registry=registry,
-            config=RunnerConfig(SYSTEM_PROMPT, delta_flush_s=1000),
-            steps=steps,
-            redactor=executor.redactor,
-            # No NLU and no memory: their null objects.
-            channel=DualChannel(None, 1.0),
-            context=ContextBuilder(SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()),
-            memory=NullMemory(),
-            confirmations=confirmations,
-        )
-        manager = TurnManager(
-            turns=turns,
-            sessions=sessions,
-            runner=runner,
-            turn_timeout_s=turn_timeout_s,
-            steps=steps,
-        )
-        stack.push_async_callback(manager.shutdown, 1.0)
-        service = ConversationService(
-            sessions=sessions,
-            turns=turns,
-            messages=messages,
-            events=events,
-            manager=manager,
-            bus=bus,
-            limits=TurnLimits(
-                busy_policy=busy_policy, max_queued=max_queued, keepalive_s=keepalive_s
+        core = assemble(
+            stores,
+            bus,
+            TurnParts(
+                loop=loop,
+                registry=registry,
+                redactor=executor.redactor,
+                # No NLU and no memory: their null objects.
+                channel=DualChannel(None, 1.0),
+                context=ContextBuilder(SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()),
+                memory=NullMemory(),
+                runner_config=RunnerConfig(SYSTEM_PROMPT, delta_flush_s=1000),
+                limits=TurnLimits(
+                    busy_policy=busy_policy, max_queued=max_queued, keepalive_s=keepalive_s
+                ),
+                turn_timeout_s=turn_timeout_s,
             ),
         )
+        runner, manager, service = core.runner, core.manager, core.service
+        stack.push_async_callback(manager.shutdown, 1.0)
+        sessions, turns, messages = stores.sessions, stores.turns, stores.messages
+        events, snapshots, steps = stores.events, stores.snapshots, stores.steps
         yield Core(
             db=db,
             bus=bus,

@@ -1,0 +1,115 @@
+"""How the turn core is put together: the stores on one database, then runner, manager and
+service over them.
+
+The runtime and the in-process test core build the same object graph with different parts
+(NLU or none, memory or none, a real or a scripted model); wiring it here keeps the two from
+drifting apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.conversation.context import ContextBuilder
+from app.conversation.events import EventBus
+from app.conversation.loop import AgentLoop
+from app.conversation.manager import TurnManager
+from app.conversation.runner import RunnerConfig, TurnRunner
+from app.conversation.service import ConversationService, TurnLimits
+from app.conversation.understanding import DualChannel
+from app.memory.port import TurnMemory
+from app.storage.confirmations import ConfirmationStore
+from app.storage.events import EventStore
+from app.storage.messages import MessageStore
+from app.storage.records import Event
+from app.storage.sessions import SessionStore
+from app.storage.snapshots import SnapshotStore
+from app.storage.sqlite import Database
+from app.storage.steps import StepStore
+from app.storage.turns import TurnStore
+from app.tools.registry import ToolRegistry
+from app.tools.shaping import Redactor
+
+
+@dataclass(frozen=True)
+class TurnStores:
+    """Every store a turn writes to, on one database, publishing committed events to one place."""
+
+    sessions: SessionStore
+    turns: TurnStore
+    messages: MessageStore
+    events: EventStore
+    snapshots: SnapshotStore
+    steps: StepStore
+    confirmations: ConfirmationStore
+
+    @classmethod
+    def on(cls, db: Database, publish: Callable[[list[Event]], None]) -> TurnStores:
+        return cls(
+            sessions=SessionStore(db, publish),
+            turns=TurnStore(db, publish),
+            messages=MessageStore(db, publish),
+            events=EventStore(db, publish),
+            snapshots=SnapshotStore(db, publish),
+            steps=StepStore(db, publish),
+            confirmations=ConfirmationStore(db, publish),
+        )
+
+
+@dataclass(frozen=True)
+class TurnParts:
+    """What differs between deployments (and tests) around the same core."""
+
+    loop: AgentLoop
+    registry: ToolRegistry
+    redactor: Redactor
+    channel: DualChannel
+    context: ContextBuilder
+    memory: TurnMemory
+    runner_config: RunnerConfig
+    limits: TurnLimits
+    turn_timeout_s: float
+
+
+@dataclass(frozen=True)
+class TurnCore:
+    runner: TurnRunner
+    manager: TurnManager
+    service: ConversationService
+
+
+def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
+    """Runner, manager and service over `stores`. Nothing runs until the caller resumes queued
+    turns (`manager.resume_queued()`) or posts a message."""
+    runner = TurnRunner(
+        turns=stores.turns,
+        messages=stores.messages,
+        snapshots=stores.snapshots,
+        loop=parts.loop,
+        registry=parts.registry,
+        config=parts.runner_config,
+        steps=stores.steps,
+        redactor=parts.redactor,
+        channel=parts.channel,
+        context=parts.context,
+        memory=parts.memory,
+        confirmations=stores.confirmations,
+    )
+    manager = TurnManager(
+        turns=stores.turns,
+        sessions=stores.sessions,
+        runner=runner,
+        turn_timeout_s=parts.turn_timeout_s,
+        steps=stores.steps,
+    )
+    service = ConversationService(
+        sessions=stores.sessions,
+        turns=stores.turns,
+        messages=stores.messages,
+        events=stores.events,
+        manager=manager,
+        bus=bus,
+        limits=parts.limits,
+    )
+    return TurnCore(runner, manager, service)
