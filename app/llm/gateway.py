@@ -28,6 +28,22 @@ class ModelRequest:
     max_tokens: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def chat_params(self) -> dict[str, Any]:
+        """The request as OpenAI chat-completion parameters for a streamed call (usage
+        included); options left unset are left out, so the provider's defaults apply."""
+        params: dict[str, Any] = {
+            "messages": self.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.tools:
+            params["tools"] = self.tools
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
 
 @dataclass(frozen=True)
 class TextDelta:

@@ -59,18 +59,7 @@ class LiteLLMModel:
             self._params["api_key"] = config.api_key
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        kwargs: dict[str, Any] = {
-            **self._params,
-            "messages": request.messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if request.tools:
-            kwargs["tools"] = request.tools
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
+        kwargs: dict[str, Any] = {**self._params, **request.chat_params()}
         try:
             response = await self._litellm.acompletion(**kwargs)
         except Exception as exc:

@@ -92,20 +92,7 @@ class OpenAICompatModel:
     # -- internals ------------------------------------------------------------------------------
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self._target.wire_model,
-            "messages": request.messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **self._extra,
-        }
-        if request.tools:
-            body["tools"] = request.tools
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        return body
+        return {"model": self._target.wire_model, **self._extra, **request.chat_params()}
 
     async def _refused(self, response: aiohttp.ClientResponse) -> ModelFailure:
         status = response.status
