@@ -23,6 +23,7 @@ from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
+from app.conversation.ownership import LeaseConfig, SessionLeases, keep_leases
 from app.conversation.runner import RunnerConfig
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
@@ -44,6 +45,7 @@ from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
+from app.storage.leases import LeaseStore
 from app.storage.sqlite import Database
 from app.storage.tool_calls import ToolCallStore
 from app.tools.approvals import ApprovalBroker
@@ -315,6 +317,17 @@ async def open_runtime(
             ),
             model_label=settings.model,
         )
+        leases = SessionLeases(
+            LeaseStore(db, bus.publish),
+            LeaseConfig(
+                ttl_s=settings.session_lease_s,
+                renew_s=settings.session_lease_renew_s,
+                sweep_s=settings.session_lease_sweep_s,
+                # One SQLite file is one machine's: a lease of a process of this host that is
+                # gone is free at once (a restart takes its sessions back without waiting).
+                reap_local=settings.database_url is None,
+            ),
+        )
         core = assemble(
             stores,
             bus,
@@ -343,16 +356,16 @@ async def open_runtime(
                     keepalive_s=settings.sse_keepalive_s,
                 ),
                 turn_timeout_s=settings.turn_timeout_s,
+                leases=leases,
             ),
         )
         manager, conversation, steps, turns = core.manager, core.service, stores.steps, stores.turns
-        for turn_id in await turns.fail_interrupted():
-            await steps.close_open(
-                turn_id, "failed", {"code": "interrupted", "message": "the service restarted"}
-            )
-            log.warning("turn %s was interrupted by the last shutdown", turn_id)
         stack.push_async_callback(manager.shutdown)
+        # Sessions no live process owns (all of them, after a restart on SQLite) are taken
+        # over: what was left running ends as `interrupted`, what was queued runs. Sessions a
+        # live process owns are left to it.
         await manager.resume_queued()
+        background(stack, keep_leases(manager, leases), "session-leases")
 
         watchdog = Watchdog(
             steps=steps,

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     db_busy_timeout_ms: int = Field(5000, ge=0)
     db_read_connections: int = Field(2, ge=1, le=32)
     migrations_dir: Path = PROJECT_ROOT / "migrations"
+    # postgresql://user@host/db selects PostgreSQL instead of the SQLite file (several processes).
+    database_url: str | None = None
 
     # -- model ----------------------------------------------------------------------------------
     model: str = "hermes/local"
@@ -86,6 +88,13 @@ class Settings(BaseSettings):
     # Streamed text is stored and sent as one message.delta at most this often (the first
     # piece of a reply at once); 0 stores every piece as its own event.
     delta_flush_ms: float = Field(50.0, ge=0, le=1000)
+
+    # One process at a time runs a session's turns: the one holding its lease. A lease not
+    # renewed for session_lease_s (its process died) is taken over; renewed every
+    # session_lease_renew_s; sessions nobody owns are looked for every session_lease_sweep_s.
+    session_lease_s: float = Field(15.0, gt=0)
+    session_lease_renew_s: float = Field(5.0, gt=0)
+    session_lease_sweep_s: float = Field(1.0, gt=0)
 
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)
@@ -182,6 +191,15 @@ class Settings(BaseSettings):
             if len(parts[2]) < 16:
                 raise ValueError("API keys must be at least 16 characters")
         return value
+
+    @model_validator(mode="after")
+    def _lease_renewed_in_time(self) -> Settings:
+        if self.session_lease_renew_s >= self.session_lease_s:
+            raise ValueError(
+                "HERMES_SESSION_LEASE_RENEW_S must be shorter than HERMES_SESSION_LEASE_S"
+                " (a third of it is usual)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _auth_needs_keys(self) -> Settings:

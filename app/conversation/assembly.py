@@ -15,6 +15,7 @@ from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop
 from app.conversation.manager import TurnManager
+from app.conversation.ownership import SessionLeases
 from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
@@ -70,6 +71,8 @@ class TurnParts:
     runner_config: RunnerConfig
     limits: TurnLimits
     turn_timeout_s: float
+    # Several processes on one database: a session's turns run where its lease is held.
+    leases: SessionLeases | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         runner=runner,
         turn_timeout_s=parts.turn_timeout_s,
         steps=stores.steps,
+        leases=parts.leases,
     )
     service = ConversationService(
         sessions=stores.sessions,

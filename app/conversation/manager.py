@@ -2,6 +2,11 @@
 
 A turn runs as a task of its own, not as part of the HTTP request that brought it: a client
 that disconnects does not cancel it, and anyone may follow it through the event stream.
+
+With `leases` (several processes on one database), a worker runs a session's turns only while
+this process holds the session's lease: a message accepted here for a session another live
+process owns stays queued for that owner. Every write of the worker and its turn is fenced by
+the lease (`app.storage.fence`); a worker whose lease was taken over stops without writing.
 """
 
 from __future__ import annotations
@@ -10,14 +15,17 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from app.conversation.ownership import SessionLeases
 from app.conversation.runner import TurnRunner
 from app.errors import Fault, HermesError
 from app.observability import metrics
 from app.resilience import deadline
+from app.storage import fence as fences
+from app.storage.fence import Fence, LeaseLost
 from app.storage.records import Turn
 from app.storage.sessions import SessionStore
 from app.storage.steps import StepStore
-from app.storage.turns import TurnStore
+from app.storage.turns import Claimed, TurnStore
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +37,8 @@ class _Worker:
     current: Turn | None = None
     turn_task: asyncio.Task[None] | None = field(default=None, repr=False)
     abort: tuple[str, str] | None = None  # (code, message) when a turn is ended from outside
+    fence: Fence | None = None  # the session's lease while this worker holds it
+    lost: bool = False  # another process took the session over: write nothing more
 
 
 class TurnManager:
@@ -40,8 +50,10 @@ class TurnManager:
         runner: TurnRunner,
         turn_timeout_s: float,
         steps: StepStore | None = None,
+        leases: SessionLeases | None = None,
     ) -> None:
         self.steps = steps
+        self.leases = leases
         self.turns = turns
         self.sessions = sessions
         self.runner = runner
@@ -78,9 +90,7 @@ class TurnManager:
         try:
             while not self._closing:
                 worker.dirty = False
-                claimed = await self.turns.claim_next(
-                    session_id, answer_waits=self.steps is not None
-                )
+                claimed = await self._claim(session_id, worker)
                 if claimed is None:
                     if worker.dirty:
                         continue
@@ -100,13 +110,70 @@ class TurnManager:
                 finally:
                     worker.current = None
                     worker.turn_task = None
-                # Nothing was queued behind this turn and nothing has been accepted since
-                # (`wake` would have said so): no need to ask the database again.
-                if not claimed.more and not worker.dirty:
+                if worker.lost:
                     return
+                # Nothing was queued behind this turn and nothing has been accepted since
+                # (`wake` would have said so): no need to ask the database again (without
+                # leases; with them, the claim that finds nothing is the one that lets go).
+                if not claimed.more and not worker.dirty and worker.fence is None:
+                    return
+        except LeaseLost:
+            worker.lost = True
+            log.warning("session %s was taken over by another process", session_id)
         finally:
             if self._workers.get(session_id) is worker:
                 del self._workers[session_id]
+            await self._let_go(worker)
+
+    async def _claim(self, session_id: str, worker: _Worker) -> Claimed | None:
+        answer_waits = self.steps is not None
+        if self.leases is None:
+            return await self.turns.claim_next(session_id, answer_waits=answer_waits)
+        owned = await self.turns.claim_owned(
+            session_id,
+            owner=self.leases.owner,
+            ttl_s=self.leases.config.ttl_s,
+            fence=worker.fence,
+            answer_waits=answer_waits,
+        )
+        for turn_id in owned.interrupted:
+            log.warning("turn %s was interrupted: the process running it stopped", turn_id)
+        worker.fence = owned.fence
+        # This task's writes, and its turns', carry the lease from now on (or none once it
+        # let go; then it ends, or takes the lease again for a message accepted meanwhile).
+        fences.current.set(owned.fence)
+        if owned.fence is None:
+            self.leases.held.pop(session_id, None)
+        else:
+            self.leases.held[session_id] = owned.fence.token
+        return owned.claimed
+
+    async def _let_go(self, worker: _Worker) -> None:
+        """The worker ends still holding its lease (shut down, cancelled): release it, so that
+        another process takes over what is left at once rather than when it expires."""
+        held, worker.fence = worker.fence, None
+        if held is None or self.leases is None:
+            return
+        if self.leases.held.get(held.session_id) == held.token:
+            del self.leases.held[held.session_id]
+        if worker.lost:
+            return
+        try:
+            await self.leases.store.release(held)
+        except Exception:  # the database is closing, or the lease is gone: it will expire
+            log.debug("could not release the lease of session %s", held.session_id, exc_info=True)
+
+    async def lose(self, session_id: str, token: int) -> None:
+        """The lease of the session (under `token`) was lost: stop its worker, writing nothing
+        (the turn belongs to the new owner now)."""
+        worker = self._workers.get(session_id)
+        if worker is None or worker.fence is None or worker.fence.token != token:
+            return
+        worker.lost = True
+        log.warning("session %s was taken over by another process; stopping here", session_id)
+        if worker.task is not None:
+            worker.task.cancel()
+            await asyncio.gather(worker.task, return_exceptions=True)
 
     async def abort(self, turn_id: str, code: str, message: str) -> bool:
         """End a running turn from outside (e.g. the watchdog); the session carries on."""
@@ -138,7 +205,12 @@ class TurnManager:
             await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
         except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
             await self.turns.fail(turn, exc.code, exc.message)
+        except LeaseLost:
+            worker.lost = True  # the new owner ends this turn; this process writes nothing more
+            log.warning("turn %s stopped: its session was taken over", turn.id)
         except asyncio.CancelledError:
+            if worker.lost:
+                raise
             if worker.abort is not None:
                 await self.turns.fail(turn, *worker.abort)
                 return  # this turn is over; the worker goes on with the next one
@@ -153,7 +225,7 @@ class TurnManager:
             log.exception("turn %s failed unexpectedly", turn.id)
             await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
         finally:
-            if status != "completed" and self.steps is not None:
+            if status != "completed" and self.steps is not None and not worker.lost:
                 await self.steps.close_open(turn.id)
             metrics.TURNS.labels(status=status).inc()
             metrics.TURN_SECONDS.observe(asyncio.get_running_loop().time() - started)
@@ -180,6 +252,25 @@ class TurnManager:
         await asyncio.gather(*pending, return_exceptions=True)
 
     async def resume_queued(self) -> None:
-        """At start-up: turns accepted but never started run now."""
-        for session_id in await self.turns.queued_sessions():
+        """At start-up: turns accepted but never started run now. With leases, so do the
+        sessions no live process owns (their turns left running end as `interrupted`)."""
+        if self.leases is None:
+            for session_id in await self.turns.queued_sessions():
+                self.wake(session_id)
+            return
+        await self.sweep()
+
+    async def sweep(self) -> list[str]:
+        """Take over the sessions with queued or running turns that no live process owns; the
+        sessions woken."""
+        assert self.leases is not None
+        woken = [s for s in await self.leases.unowned() if s not in self._workers]
+        for session_id in woken:
             self.wake(session_id)
+        return woken
+
+    async def renew(self) -> None:
+        """Keep this process's leases; stop the workers of those it lost."""
+        assert self.leases is not None
+        for session_id, token in (await self.leases.renew()).items():
+            await self.lose(session_id, token)

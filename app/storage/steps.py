@@ -215,6 +215,20 @@ def finish_step(tx: Tx, step_id: str, status: StepStatus, trace: dict[str, Any])
     return done if done is not None else _get(tx, step_id)
 
 
+def close_open_steps(
+    tx: Tx, turn_id: str, status: StepStatus, error: dict[str, Any] | None = None
+) -> int:
+    """A turn ended abnormally: what it left queued or running will not finish."""
+    rows = tx.execute(
+        "SELECT id FROM steps WHERE turn_id = ? AND status IN ('queued', 'running')"
+        " AND action_type != 'ask_user'",
+        (turn_id,),
+    ).fetchall()
+    for (step_id,) in rows:
+        _set(tx, step_id, status=status, finished_at=tx.now, error=error)
+    return len(rows)
+
+
 class StepStore(Store):
     async def enqueue(
         self, turn: TurnRef, new: list[NewStep], max_depth: int
@@ -235,18 +249,7 @@ class StepStore(Store):
         self, turn_id: str, status: StepStatus = "skipped", error: dict[str, Any] | None = None
     ) -> int:
         """A turn ended abnormally: what it left queued or running will not finish."""
-
-        def close(tx: Tx) -> int:
-            rows = tx.execute(
-                "SELECT id FROM steps WHERE turn_id = ? AND status IN ('queued', 'running')"
-                " AND action_type != 'ask_user'",
-                (turn_id,),
-            ).fetchall()
-            for (step_id,) in rows:
-                _set(tx, step_id, status=status, finished_at=tx.now, error=error)
-            return len(rows)
-
-        return await self.transact(close)
+        return await self.transact(lambda tx: close_open_steps(tx, turn_id, status, error))
 
     async def mark_stuck(self, started_before: float) -> list[Step]:
         def stuck(tx: Tx) -> list[Step]:

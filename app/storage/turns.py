@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from app import events
 from app.errors import QueueFull, SessionBusy
-from app.storage import steps
+from app.storage import leases, steps
+from app.storage.fence import Fence
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
@@ -46,6 +47,62 @@ class Claimed:
     turn: Turn
     user_id: str  # the session's user
     more: bool  # another turn of the session was queued behind this one
+
+
+@dataclass(frozen=True)
+class Owned:
+    """What a session's worker found when it claimed the next turn under the session's lease."""
+
+    claimed: Claimed | None
+    fence: Fence | None  # the lease it holds now; None: another owner has it, or it let go
+    interrupted: list[str]  # turns a dead owner had left running, failed as `interrupted`
+
+
+INTERRUPTED = "the process running this turn stopped before it finished"
+
+
+def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[str]:
+    """Fail the turns left running (of one session, or all) as `interrupted`, and close what
+    steps they left open: nothing runs them any more. Queued turns stay queued."""
+    if session_id is None:
+        rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
+    else:
+        rows = tx.execute(
+            "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+        ).fetchall()
+    for row in rows:
+        turn = Turn.from_row(row)
+        tx.execute(
+            "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
+            " error_message = ?, finished_at = ? WHERE id = ?",
+            (why, tx.now, turn.id),
+        )
+        steps.close_open_steps(tx, turn.id, "failed", {"code": "interrupted", "message": why})
+        _announce_failure(tx, turn, "interrupted", why)
+    return [row["id"] for row in rows]
+
+
+def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
+    rows = tx.execute(
+        "SELECT id, status FROM turns WHERE session_id = ?"
+        " AND status IN ('queued', 'running')"
+        " ORDER BY status = 'running' DESC, number LIMIT 2",
+        (session_id,),
+    ).fetchall()
+    if not rows or rows[0]["status"] == "running":
+        return None
+    row = tx.one(
+        "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
+        (tx.now, rows[0]["id"]),
+    )
+    assert row is not None
+    turn = Turn.from_row(row)
+    started = events.turn_started(turn.id, turn.user_message_id, turn.resume_from_step)
+    tx.emit(session_id, turn.tenant_id, *started)
+    if answer_waits and not turn.resume_from_step:
+        steps.answer_waits(tx, session_id, turn.user_message_id)
+    (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
+    return Claimed(turn, str(user_id), more=len(rows) > 1)
 
 
 def turn_message(
@@ -215,29 +272,39 @@ class TurnStore(Store):
 
         With `answer_waits`, a new message (not a resumed turn) also answers the session's
         waiting `ask_user` step, in the same transaction."""
+        return await self.transact(lambda tx: _claim(tx, session_id, answer_waits))
 
-        def claim(tx: Tx) -> Claimed | None:
-            rows = tx.execute(
-                "SELECT id, status FROM turns WHERE session_id = ?"
-                " AND status IN ('queued', 'running')"
-                " ORDER BY status = 'running' DESC, number LIMIT 2",
-                (session_id,),
-            ).fetchall()
-            if not rows or rows[0]["status"] == "running":
-                return None
-            row = tx.one(
-                "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
-                (tx.now, rows[0]["id"]),
-            )
-            assert row is not None
-            turn = Turn.from_row(row)
-            started = events.turn_started(turn.id, turn.user_message_id, turn.resume_from_step)
-            tx.emit(session_id, turn.tenant_id, *started)
-            if answer_waits and not turn.resume_from_step:
-                steps.answer_waits(tx, session_id, turn.user_message_id)
-            (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
-            return Claimed(turn, str(user_id), more=len(rows) > 1)
+    async def claim_owned(
+        self,
+        session_id: str,
+        *,
+        owner: str,
+        ttl_s: float,
+        fence: Fence | None,
+        answer_waits: bool = False,
+    ) -> Owned:
+        """`claim_next` under the session's lease, in one transaction: take (or keep) the
+        lease; on taking it (`fence` None: this worker held nothing yet), fail the turns a dead
+        owner left running; claim the next queued turn; with none left, let the lease go.
 
+        Releasing in the transaction that saw no queued turn closes the race with a message
+        accepted elsewhere meanwhile: either this claim sees it, or the lease is free (the
+        claim's first statement holds the lease row until it commits) for the accepting
+        process to take."""
+
+        def claim(tx: Tx) -> Owned:
+            token = leases.acquire(tx, session_id, owner, ttl_s)
+            if token is None:
+                return Owned(None, None, [])
+            held = Fence(session_id, owner, token)
+            interrupted = interrupt_running(tx, INTERRUPTED, session_id) if fence is None else []
+            claimed = _claim(tx, session_id, answer_waits)
+            if claimed is None:
+                leases.release(tx, held)
+                return Owned(None, None, interrupted)
+            return Owned(claimed, held, interrupted)
+
+        return await self.transact(claim)
         return await self.transact(claim)
 
     async def complete(
@@ -319,21 +386,8 @@ class TurnStore(Store):
 
         Queued turns never started, so they stay queued and run when the service is back.
         """
-
-        def recover(tx: Tx) -> list[str]:
-            rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
-            why = "the service restarted before this turn finished"
-            for row in rows:
-                turn = Turn.from_row(row)
-                tx.execute(
-                    "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
-                    " error_message = ?, finished_at = ? WHERE id = ?",
-                    (why, tx.now, turn.id),
-                )
-                _announce_failure(tx, turn, "interrupted", why)
-            return [row["id"] for row in rows]
-
-        return await self.transact(recover)
+        why = "the service restarted before this turn finished"
+        return await self.transact(lambda tx: interrupt_running(tx, why))
 
     async def record_understanding(self, turn: Turn, data: dict[str, Any]) -> None:
         """Store what the NLU made of the user's message on it, and announce it."""
@@ -396,6 +450,13 @@ class TurnStore(Store):
             "SELECT * FROM turns WHERE id = ? AND session_id = ?", (turn_id, session_id)
         )
         return None if row is None else Turn.from_row(row)
+
+    async def open_sessions(self) -> list[str]:
+        """Sessions with a turn queued or running."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT session_id FROM turns WHERE status IN ('queued', 'running')"
+        )
+        return [r[0] for r in rows]
 
     async def queued_sessions(self) -> list[str]:
         rows = await self.db.fetchall(

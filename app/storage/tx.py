@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from app.errors import DatabaseClosed
 from app.events import EventType
+from app.storage import fence as fences
 from app.storage.records import Event, dumps
 from app.storage.sqlite import Database, note_event
 
@@ -75,7 +76,10 @@ class Tx:
 
 
 class Store:
-    """Base for repositories: reads through the pool, writes as transactions that may emit."""
+    """Base for repositories: reads through the pool, writes as transactions that may emit.
+
+    A write submitted while a session's lease fence is set (`app.storage.fence.current`) runs
+    only if the fence still holds."""
 
     def __init__(self, db: Database, publish: Publisher | None = None) -> None:
         self.db = db
@@ -95,8 +99,14 @@ class Store:
         Callable[[sqlite3.Connection], tuple[T, list[Event]]],
         Callable[[tuple[T, list[Event]]], None],
     ]:
+        # Taken where the write is submitted: a session worker's writes (and its turn's) carry
+        # its lease, checked first inside the transaction itself.
+        fence = fences.current.get()
+
         def job(conn: sqlite3.Connection) -> tuple[T, list[Event]]:
             tx = Tx(conn)
+            if fence is not None:
+                fences.check(tx, fence)
             return fn(tx), tx.events
 
         def on_commit(result: tuple[T, list[Event]]) -> None:

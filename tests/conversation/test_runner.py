@@ -29,9 +29,10 @@ from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
 # streamed text, and the turn's end (carrying the rest of the text and the model step's end).
 # Reads: the session's history (two the first time, one later), the confirmation and memory
 # checks, and the JSON answer's wait (the event log, maybe the session's existence, the turn
-# and its message).
-PLAIN = DbCounts(jobs=5, writes=36, reads=8, events=8)
-ORDER_STATUS = DbCounts(jobs=9, writes=59, reads=8, events=15)
+# and its message). Session leases (one owner per session) add a job, the claim that finds
+# nothing more and lets the lease go, and a statement to each job: the fencing check.
+PLAIN = DbCounts(jobs=6, writes=45, reads=8, events=8)
+ORDER_STATUS = DbCounts(jobs=10, writes=72, reads=8, events=15)
 
 
 async def idle(svc: LiveService) -> None:

@@ -1,0 +1,68 @@
+"""This process's session leases: who it is as an owner, what it holds, and the loop that keeps
+them and takes over sessions no live process owns.
+
+Several Hermes processes share one database; each session's turns run in the one that holds
+its lease (`app.storage.leases`). The holder renews every lease it has in one statement every
+`renew_s`; a lease not renewed for `ttl_s` (its process died or hangs) is free, and the sweeper
+of any process (every `sweep_s`) takes the session over: what the dead owner left running ends
+as `interrupted`, what was queued runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from app.storage.leases import LeaseStore, new_owner
+
+if TYPE_CHECKING:
+    from app.conversation.manager import TurnManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaseConfig:
+    ttl_s: float = 15.0
+    renew_s: float = 5.0
+    sweep_s: float = 1.0
+    # Leases of processes of this host that no longer exist are free at once (not only when
+    # they expire): true only where every owner shares this host's process table (SQLite).
+    reap_local: bool = False
+
+
+@dataclass
+class SessionLeases:
+    store: LeaseStore
+    config: LeaseConfig = field(default_factory=LeaseConfig)
+    owner: str = field(default_factory=new_owner)
+    held: dict[str, int] = field(default_factory=dict)  # session -> token
+
+    async def renew(self) -> dict[str, int]:
+        """Renew what is held; the leases lost (session -> the token this process had)."""
+        return await self.store.renew(self.owner, dict(self.held), self.config.ttl_s)
+
+    async def unowned(self) -> list[str]:
+        """Sessions with open turns and no live owner."""
+        now = time.time()
+        if self.config.reap_local:
+            for owner in await self.store.expire_dead_local(now):
+                log.warning("process %s is gone: its sessions are free", owner)
+        return await self.store.unowned(now)
+
+
+async def keep_leases(manager: TurnManager, leases: SessionLeases) -> None:
+    """For the process's life: renew its leases, and take over sessions nobody owns."""
+    next_renew = time.monotonic() + leases.config.renew_s
+    while True:
+        await asyncio.sleep(min(leases.config.sweep_s, leases.config.renew_s))
+        try:
+            if time.monotonic() >= next_renew:
+                next_renew = time.monotonic() + leases.config.renew_s
+                await manager.renew()
+            await manager.sweep()
+        except Exception:
+            log.exception("session lease upkeep failed")

@@ -1,0 +1,47 @@
+"""The fence around one owner's writes to a session: set while a worker holds the session's
+lease, checked inside every transaction that worker (and every task it starts) submits.
+
+A write from an owner whose lease was taken over raises `LeaseLost` in its own transaction,
+before anything is written: the stale owner stops, the new owner's work stands.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.errors import StorageError
+
+if TYPE_CHECKING:
+    from app.storage.tx import Tx
+
+
+class LeaseLost(StorageError):
+    """This process no longer owns the session: another process took it over."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    session_id: str
+    owner: str
+    token: int
+
+
+# Set by the session's worker once it holds the lease; tasks it starts inherit it.
+current: contextvars.ContextVar[Fence | None] = contextvars.ContextVar("hermes_fence", default=None)
+
+
+def check(tx: Tx, fence: Fence) -> None:
+    """Raise `LeaseLost` unless `fence` still holds the session's lease.
+
+    An UPDATE rather than a SELECT: on PostgreSQL it locks the lease row until this transaction
+    ends, so a takeover waits for it instead of slipping in between the check and the commit."""
+    cur = tx.execute(
+        "UPDATE session_leases SET token = token WHERE session_id = ? AND owner = ? AND token = ?",
+        (fence.session_id, fence.owner, fence.token),
+    )
+    if cur.rowcount != 1:
+        raise LeaseLost(
+            f"session {fence.session_id} was taken over; this process stops writing to it"
+        )

@@ -1,0 +1,146 @@
+"""Session leases: which process owns a session's turns, until when, under which fencing token.
+
+A lease is taken inside the transaction that claims the session's next turn (`acquire`), kept
+alive for every session a process holds by one statement (`LeaseStore.renew`), and let go in
+the transaction that finds nothing more to run (`release`). The token grows by one each time
+the lease changes hands and never goes back (a released row stays, with `expires_at = 0`);
+`app.storage.fence` checks it inside every write of the owner's turns.
+
+Times are the processes' own clocks (Unix seconds): across machines they must agree to well
+within a lease's length (NTP does).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Sequence
+
+from app.storage.fence import Fence
+from app.storage.tx import Store, Tx
+
+_CHUNK = 500  # sessions renewed per statement (bound parameters stay far below any limit)
+
+
+def new_owner() -> str:
+    """This process's name as a lease owner: host, pid, and a random part (a pid is reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def acquire(tx: Tx, session_id: str, owner: str, ttl_s: float) -> int | None:
+    """Take the session's lease, or keep it if it is already `owner`'s; its token, or None
+    while another owner holds it (or the session is gone)."""
+    row = tx.one(
+        "INSERT INTO session_leases (session_id, owner, token, expires_at)"
+        " SELECT ?, ?, 1, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
+        " ON CONFLICT (session_id) DO UPDATE SET"
+        " token = CASE WHEN session_leases.owner = excluded.owner THEN session_leases.token"
+        " ELSE session_leases.token + 1 END,"
+        " owner = excluded.owner, expires_at = excluded.expires_at"
+        " WHERE session_leases.owner = excluded.owner OR session_leases.expires_at <= ?"
+        " RETURNING token",
+        (session_id, owner, tx.now + ttl_s, session_id, tx.now),
+    )
+    return None if row is None else int(row[0])
+
+
+def release(tx: Tx, fence: Fence) -> None:
+    """Let go (if still held under `fence`): anyone may take the lease now, with a new token."""
+    tx.execute(
+        "UPDATE session_leases SET expires_at = 0 WHERE session_id = ? AND owner = ? AND token = ?",
+        (fence.session_id, fence.owner, fence.token),
+    )
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's process: alive
+        return False
+    return False
+
+
+def dead_local_owner(owner: str, host: str | None = None) -> bool:
+    """`owner` named a process of this host that no longer exists (never true of this one).
+
+    Only meaningful where every owner shares one process table: processes on one SQLite file."""
+    parts = owner.split(":")
+    if len(parts) < 3 or not parts[-2].isdigit():
+        return False
+    owner_host = ":".join(parts[:-2])
+    pid = int(parts[-2])
+    if owner_host != (host or socket.gethostname()) or pid == os.getpid():
+        return False
+    return _pid_gone(pid)
+
+
+class LeaseStore(Store):
+    async def acquire(self, session_id: str, owner: str, ttl_s: float) -> int | None:
+        return await self.transact(lambda tx: acquire(tx, session_id, owner, ttl_s))
+
+    async def release(self, fence: Fence) -> None:
+        await self.transact(lambda tx: release(tx, fence))
+
+    async def renew(self, owner: str, held: dict[str, int], ttl_s: float) -> dict[str, int]:
+        """Push on every lease in `held` (session -> token) that `owner` still holds; the ones
+        it lost (taken over, or released meanwhile), with the token it had."""
+
+        def renew(tx: Tx) -> dict[str, int]:
+            kept: dict[str, int] = {}
+            sessions = list(held)
+            for start in range(0, len(sessions), _CHUNK):
+                chunk = sessions[start : start + _CHUNK]
+                marks = ", ".join("?" for _ in chunk)
+                rows = tx.execute(
+                    "UPDATE session_leases SET expires_at = ? WHERE owner = ? AND expires_at > 0"
+                    f" AND session_id IN ({marks}) RETURNING session_id, token",
+                    (tx.now + ttl_s, owner, *chunk),
+                ).fetchall()
+                kept.update((str(r[0]), int(r[1])) for r in rows)
+            return {s: t for s, t in held.items() if kept.get(s) != t}
+
+        if not held:
+            return {}
+        return await self.transact(renew)
+
+    async def holder(self, session_id: str) -> tuple[str, int, float] | None:
+        """(owner, token, expires_at) of the session's lease row, if it has one."""
+        row = await self.db.fetchone(
+            "SELECT owner, token, expires_at FROM session_leases WHERE session_id = ?",
+            (session_id,),
+        )
+        return None if row is None else (str(row[0]), int(row[1]), float(row[2]))
+
+    async def unowned(self, now: float) -> list[str]:
+        """Sessions with a queued or running turn and no live owner: the lease is absent,
+        released or expired."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT t.session_id FROM turns t"
+            " LEFT JOIN session_leases l ON l.session_id = t.session_id"
+            " WHERE t.status IN ('queued', 'running')"
+            " AND (l.session_id IS NULL OR l.expires_at <= ?)",
+            (now,),
+        )
+        return [str(r[0]) for r in rows]
+
+    async def expire_dead_local(self, now: float) -> list[str]:
+        """Let go of the unexpired leases of processes of this host that no longer exist (one
+        SQLite file: every owner shares this host's process table); the owners expired."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT owner FROM session_leases WHERE expires_at > ?", (now,)
+        )
+        dead = [str(r[0]) for r in rows if dead_local_owner(str(r[0]))]
+        if dead:
+            await self.transact(lambda tx: _expire_owners(tx, dead))
+        return dead
+
+
+def _expire_owners(tx: Tx, owners: Sequence[str]) -> None:
+    for owner in owners:
+        tx.execute(
+            "UPDATE session_leases SET expires_at = 0 WHERE owner = ? AND expires_at > 0",
+            (owner,),
+        )
