@@ -1,0 +1,240 @@
+"""Session leases on a real SQLite file: acquire, renew, expiry and takeover, the fencing token
+(one more at each change of owner, never back), the stale owner's writes refused, and the claim
+that takes, keeps and lets go of a session's lease."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.settings import PROJECT_ROOT
+from app.storage import fence as fences
+from app.storage.events import EventStore
+from app.storage.fence import Fence, LeaseLost
+from app.storage.leases import LeaseStore, dead_local_owner, new_owner
+from app.storage.records import Event
+from app.storage.sessions import SessionStore
+from app.storage.sqlite import Database
+from app.storage.turns import TurnStore
+
+TENANT = "default"
+A, B = "host-a:1:aaaa", "host-b:2:bbbb"
+
+
+class World:
+    def __init__(self, db: Database) -> None:
+        self.published: list[Event] = []
+        self.leases = LeaseStore(db, self.published.extend)
+        self.sessions = SessionStore(db, self.published.extend)
+        self.turns = TurnStore(db, self.published.extend)
+        self.events = EventStore(db, self.published.extend)
+
+    async def session(self) -> str:
+        return (await self.sessions.create(TENANT, "u1", {})).id
+
+    async def queue(self, session_id: str, content: str = "hello") -> str:
+        accepted = await self.turns.accept(
+            tenant_id=TENANT,
+            session_id=session_id,
+            content=content,
+            token_estimate=1,
+            client_message_id=None,
+            policy="enqueue",
+            max_queued=10,
+        )
+        assert accepted is not None
+        return accepted.turn.id
+
+    async def status(self, session_id: str, turn_id: str) -> tuple[str, str | None]:
+        turn = await self.turns.get(session_id, turn_id)
+        assert turn is not None
+        return turn.status, turn.error_code
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    db = await Database(tmp_path / "leases.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+    try:
+        yield World(db)
+    finally:
+        await db.close()
+
+
+async def expire(world: World, session_id: str) -> None:
+    """Make the session's lease run out now (as if its owner stopped renewing it)."""
+    await world.leases.transact(
+        lambda tx: tx.execute(
+            "UPDATE session_leases SET expires_at = ? WHERE session_id = ?",
+            (tx.now - 1, session_id),
+        )
+    )
+
+
+async def test_the_first_owner_gets_token_1_and_a_live_lease_keeps_others_out(
+    world: World,
+) -> None:
+    session_id = await world.session()
+    assert await world.leases.acquire(session_id, A, 30) == 1
+    assert await world.leases.acquire(session_id, B, 30) is None
+    # The owner itself may take it again (same tenure, same token), pushing the expiry on.
+    before = await world.leases.holder(session_id)
+    assert await world.leases.acquire(session_id, A, 60) == 1
+    after = await world.leases.holder(session_id)
+    assert before is not None and after is not None
+    assert after[:2] == (A, 1) and after[2] > before[2]
+
+
+async def test_an_expired_lease_is_taken_over_with_the_next_token(world: World) -> None:
+    session_id = await world.session()
+    assert await world.leases.acquire(session_id, A, 30) == 1
+    await expire(world, session_id)
+    assert await world.leases.acquire(session_id, B, 30) == 2
+    await expire(world, session_id)
+    assert await world.leases.acquire(session_id, A, 30) == 3
+    assert await world.leases.holder(session_id) == (A, 3, pytest.approx(time.time() + 30, abs=5))
+
+
+async def test_a_released_lease_is_free_and_its_token_never_goes_back(world: World) -> None:
+    session_id = await world.session()
+    token = await world.leases.acquire(session_id, A, 30)
+    assert token == 1
+    await world.leases.release(Fence(session_id, A, token))
+    assert await world.leases.acquire(session_id, B, 30) == 2
+    # A release under a stale fence changes nothing.
+    await world.leases.release(Fence(session_id, A, 1))
+    assert await world.leases.acquire(session_id, A, 30) is None
+
+
+async def test_no_lease_for_a_session_that_does_not_exist(world: World) -> None:
+    assert await world.leases.acquire("sess_missing", A, 30) is None
+
+
+async def test_renew_keeps_what_is_held_and_reports_what_was_lost(world: World) -> None:
+    kept, lost, released = [await world.session() for _ in range(3)]
+    for session_id in (kept, lost, released):
+        assert await world.leases.acquire(session_id, A, 30) == 1
+    await expire(world, lost)
+    assert await world.leases.acquire(lost, B, 30) == 2
+    await world.leases.release(Fence(released, A, 1))
+
+    gone = await world.leases.renew(A, {kept: 1, lost: 1, released: 1}, 120)
+
+    assert gone == {lost: 1, released: 1}
+    holder = await world.leases.holder(kept)
+    assert holder is not None and holder[2] > time.time() + 60
+    # Renewing did not bring the released lease back.
+    assert await world.leases.acquire(released, B, 30) == 2
+
+
+async def test_a_stale_owners_writes_are_refused_and_write_nothing(world: World) -> None:
+    session_id = await world.session()
+    turn_id = await world.queue(session_id)
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert owned.claimed is not None and owned.fence == Fence(session_id, A, 1)
+    stale = owned.fence
+    await expire(world, session_id)
+    taken = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    # B took over: A's running turn was interrupted, and B holds the lease with token 2.
+    assert taken.interrupted == [turn_id] and taken.fence is None
+    assert await world.status(session_id, turn_id) == ("failed", "interrupted")
+    events_before = len(await world.events.after(session_id, 0))
+
+    async def as_stale_owner() -> None:
+        fences.current.set(stale)  # what A's worker task carries
+        await world.turns.fail(owned.claimed.turn, "cancelled", "A thinks it still runs this")
+
+    with pytest.raises(LeaseLost):
+        await asyncio.create_task(as_stale_owner())
+    assert await world.status(session_id, turn_id) == ("failed", "interrupted")
+    assert len(await world.events.after(session_id, 0)) == events_before
+
+
+async def test_the_current_owner_writes_under_its_fence(world: World) -> None:
+    session_id = await world.session()
+    turn_id = await world.queue(session_id)
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert owned.claimed is not None and owned.fence is not None
+    held = owned.fence
+
+    async def as_owner() -> None:
+        fences.current.set(held)
+        await world.turns.fail(owned.claimed.turn, "cancelled", "stopped by its owner")
+
+    await asyncio.create_task(as_owner())
+    assert await world.status(session_id, turn_id) == ("failed", "cancelled")
+
+
+async def test_a_claim_keeps_the_lease_while_turns_are_queued_and_lets_go_after(
+    world: World,
+) -> None:
+    session_id = await world.session()
+    first, second = await world.queue(session_id, "one"), await world.queue(session_id, "two")
+
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert owned.claimed is not None and owned.claimed.turn.id == first and owned.claimed.more
+    # Another process finds the session owned: it claims nothing and the turn stays queued.
+    other = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    assert (other.claimed, other.fence, other.interrupted) == (None, None, [])
+    assert await world.status(session_id, second) == ("queued", None)
+
+    await world.turns.transact(
+        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (first,))
+    )
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=owned.fence)
+    assert owned.claimed is not None and owned.claimed.turn.id == second
+    assert not owned.interrupted  # the same tenure: nothing of its own is interrupted
+    await world.turns.transact(
+        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (second,))
+    )
+    done = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=owned.fence)
+    assert (done.claimed, done.fence) == (None, None)
+    # Let go: the next message may run anywhere, under a new token.
+    third = await world.queue(session_id, "three")
+    elsewhere = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    assert elsewhere.claimed is not None and elsewhere.claimed.turn.id == third
+    assert elsewhere.fence == Fence(session_id, B, 2)
+
+
+async def test_sessions_with_open_turns_and_no_live_owner_are_unowned(world: World) -> None:
+    idle, fresh, owned, expired = [await world.session() for _ in range(4)]
+    for session_id in (fresh, owned, expired):
+        await world.queue(session_id)
+    await world.leases.acquire(owned, A, 30)
+    await world.leases.acquire(expired, A, 30)
+    await expire(world, expired)
+
+    assert sorted(await world.leases.unowned(time.time())) == sorted([fresh, expired])
+    assert idle not in await world.leases.unowned(time.time())
+
+
+async def test_a_lease_of_a_process_of_this_host_that_is_gone_is_freed(world: World) -> None:
+    session_id = await world.session()
+    await world.queue(session_id)
+    gone = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await gone.wait()
+    dead = f"{socket.gethostname()}:{gone.pid}:dead"
+    assert dead_local_owner(dead)
+    assert not dead_local_owner(new_owner())  # this process
+    assert not dead_local_owner(f"{socket.gethostname()}:{os.getppid()}:live")
+    assert not dead_local_owner(f"elsewhere:{gone.pid}:x")  # another host's pid means nothing
+    assert await world.leases.acquire(session_id, dead, 30) == 1
+    assert await world.leases.unowned(time.time()) == []
+
+    assert await world.leases.expire_dead_local(time.time()) == [dead]
+
+    assert await world.leases.unowned(time.time()) == [session_id]
+    assert await world.leases.acquire(session_id, A, 30) == 2
+
+
+async def test_deleting_a_session_deletes_its_lease(world: World) -> None:
+    session_id = await world.session()
+    await world.leases.acquire(session_id, A, 30)
+    assert await world.sessions.delete(TENANT, session_id)
+    assert await world.leases.holder(session_id) is None
