@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -18,6 +19,17 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load_settings()
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
+        return 2
+
+    if args.workers < 1:
+        print("hermes: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and not _postgres(settings.database_url):
+        print(
+            f"hermes: --workers {args.workers} needs PostgreSQL: SQLite has one writer per file;"
+            " set HERMES_DATABASE_URL=postgresql://… and HERMES_REDIS_URL to run several workers",
+            file=sys.stderr,
+        )
         return 2
 
     import uvicorn
@@ -33,16 +45,24 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=15,
-    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_config": None,
+        "access_log": False,
+        "timeout_graceful_shutdown": 15,
+    }
+    if args.workers > 1:
+        # Each worker process builds its own app (and runtime) from the same environment; they
+        # share the port, the database and Redis, and a session's turns run in one at a time.
+        uvicorn.run("app.main:worker_app", factory=True, workers=args.workers, **options)
+    else:
+        uvicorn.run(create_app(settings), **options)
     return 0
+
+
+def _postgres(url: str | None) -> bool:
+    return url is not None and url.startswith(("postgresql://", "postgres://"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--db", type=Path, help="SQLite database file (HERMES_DB_PATH)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port (more than 1 needs HERMES_DATABASE_URL=postgresql://…)",
+    )
     serve.set_defaults(func=_serve)
 
     from app.demo.cli import add_demo_data_command

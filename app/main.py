@@ -71,3 +71,13 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware)
     return app
+
+
+def worker_app() -> FastAPI:
+    """The app of one `hermes serve --workers N` process: uvicorn starts each worker fresh, so
+    each reads the settings from the environment and sets up its own logging."""
+    from app.observability.logs import configure_logging
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_json)
+    return create_app(settings)

@@ -83,3 +83,13 @@ def test_a_model_the_direct_path_cannot_serve_stops_start_up_when_only_it_is_all
 def test_help() -> None:
     result = run_hermes("--help")
     assert result.returncode == 0 and "serve" in result.stdout
+
+
+def test_several_workers_without_postgresql_are_refused_in_one_line(tmp_path: Path) -> None:
+    result = run_hermes("serve", "--workers", "2", "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("hermes: --workers 2 needs PostgreSQL")
+    assert "HERMES_DATABASE_URL=postgresql://" in result.stderr
+    assert "HERMES_REDIS_URL" in result.stderr
+    assert not (tmp_path / "x.db").exists()
