@@ -149,3 +149,53 @@ async def test_a_session_whose_owner_stopped_renewing_is_taken_over(
         assert leases is not None
         holder = await leases.store.holder(session_id)
         assert holder is not None and holder[:2] == (leases.owner, 2)
+
+
+async def test_a_process_starting_up_leaves_a_live_owners_running_turn_alone(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("finished where it started", delay=1.0), model="model-a")
+    async with serve(make_settings(model="openai/model-a", **LEASES)) as a:
+        session_id = await new_session(a)
+        running = asyncio.create_task(post_first_event(a.client, session_id, "one"))
+        await until(lambda: _running_on(a, session_id))
+        _, turn_id, _ = await running
+
+        async with serve(make_settings(model="openai/model-b", **LEASES)) as b:
+            assert turn_id is not None
+            turn = await finished(b.runtime, session_id, turn_id)
+
+        assert (turn.status, turn.model) == ("completed", "model-a")
+
+
+async def test_an_owner_that_lost_its_lease_mid_turn_writes_nothing_more(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("the stale owner's answer", delay=1.0), model="model-a")
+    async with two_services(make_settings) as (a, b):
+        session_id = await new_session(a)
+        running = asyncio.create_task(post_first_event(a.client, session_id, "one"))
+        await until(lambda: _running_on(a, session_id))
+        _, turn_id, _ = await running
+        assert turn_id is not None
+        # A hangs past its lease (here: the lease is let go under it); B's sweeper takes over.
+        await a.runtime.conversation.turns.transact(
+            lambda tx: tx.execute(
+                "UPDATE session_leases SET expires_at = 0 WHERE session_id = ?", (session_id,)
+            )
+        )
+
+        turn = await finished(b.runtime, session_id, turn_id)
+        assert (turn.status, turn.error_code) == ("failed", "interrupted")
+        await until(lambda: _idle(a, session_id))
+        await until(lambda: _idle(b, session_id))
+
+        log = await b.runtime.conversation.events.after(session_id, 0)
+        assert [e.type for e in log if e.turn_id == turn_id][-1] == "turn.failed"
+        assert "turn.completed" not in [e.type for e in log]
+        messages, _ = await b.runtime.conversation.messages.page(LOCAL.tenant_id, session_id)
+        assert [m.role for m in messages] == ["user"]
+
+
+async def _idle(service: LiveService, session_id: str) -> bool:
+    return service.runtime.manager.running(session_id) is None
