@@ -94,11 +94,14 @@ def copy_database(
     """Copy `source` into `target` (an autocommit connection) and verify every table."""
     if not source.is_file():
         raise CopyRefused(f"no SQLite database at {source}")
-    with closing(sqlite3.connect(source)) as lite:
+    with closing(sqlite3.connect(source, isolation_level=None)) as lite:
         _check_source_version(lite, sqlite_migrations_dir)
         apply_migrations(target, migrations_dir)
         tables = plan(lite, target)
         _refuse_rows(target)
+        # One read transaction: the copy and its verification see the same snapshot of the
+        # source, even if something writes to it meanwhile.
+        lite.execute("BEGIN")
         try:
             with target.transaction():
                 for table in tables:
@@ -106,7 +109,10 @@ def copy_database(
                 _reset_identities(lite, target)
         except psycopg.Error as exc:
             raise StorageError(f"copy failed, nothing was written: {exc}") from exc
-        return verify(lite, target, tables)
+        try:
+            return verify(lite, target, tables)
+        finally:
+            lite.execute("ROLLBACK")
 
 
 def plan(lite: sqlite3.Connection, target: psycopg.Connection) -> list[Table]:
@@ -209,9 +215,15 @@ def _copy_table(
     with target.cursor() as cur, cur.copy(copy_sql) as copy:
         while rows := cursor.fetchmany(batch):
             for row in rows:
-                copy.write_row(
-                    [None if v is None else f(v) for f, v in zip(convert, row, strict=True)]
-                )
+                try:
+                    values = [
+                        None if v is None else f(v) for f, v in zip(convert, row, strict=True)
+                    ]
+                except (TypeError, ValueError) as exc:
+                    raise CopyRefused(
+                        f"table {table.name}: a value PostgreSQL's column type cannot hold ({exc})"
+                    ) from exc
+                copy.write_row(values)
 
 
 def _reset_identities(lite: sqlite3.Connection, target: psycopg.Connection) -> None:

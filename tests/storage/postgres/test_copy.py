@@ -221,3 +221,22 @@ def test_verify_catches_a_row_changed_or_lost_after_the_copy(tmp_path: Path, pg_
         checks = {c.table: c for c in verify(lite, pg)}
         assert [t for t, c in checks.items() if not c.ok] == ["audit_log"]
         assert checks["audit_log"].postgres_rows == 0
+
+
+def test_a_failed_copy_leaves_the_target_without_rows(tmp_path: Path, pg_url: str) -> None:
+    source = _small_source(tmp_path)
+    with closing(sqlite3.connect(source)) as lite, lite:
+        # SQLite keeps text it cannot convert in an INTEGER column; PostgreSQL's BIGINT cannot.
+        lite.execute(
+            "INSERT INTO turns (id, session_id, tenant_id, number, user_message_id, status,"
+            " accepted_seq, created_at) VALUES ('t1', 's1', 't1', 'one', 'm1', 'completed', 1, 1)"
+        )
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        with pytest.raises(CopyRefused, match="table turns"):
+            copy_database(source, pg)
+        # sessions and events were copied before turns, in the same transaction: gone too.
+        for table in ("sessions", "events", "audit_log", "turns"):
+            assert pg.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+        with closing(sqlite3.connect(source)) as lite, lite:
+            lite.execute("UPDATE turns SET number = 1")
+        assert all(check.ok for check in copy_database(source, pg))
