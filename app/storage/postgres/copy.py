@@ -176,6 +176,11 @@ def _check_source_version(lite: sqlite3.Connection, directory: Path) -> None:
         found = {r[0] for r in lite.execute("SELECT version FROM schema_migrations")}
     except sqlite3.Error as exc:
         raise CopyRefused(f"not a Hermes SQLite database: {exc}") from exc
+    if max(found, default=0) > max(expected, default=0):
+        raise CopyRefused(
+            f"the SQLite database is at migration {max(found):04d}, newer than this Hermes "
+            f"({max(expected, default=0):04d}): copy it with the Hermes version that wrote it"
+        )
     if found != expected:
         raise CopyRefused(
             f"the SQLite database is at migration {max(found, default=0):04d}, this Hermes at "
