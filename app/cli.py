@@ -1,4 +1,4 @@
-"""The `hermes` command: `hermes serve`, and the NLU tools."""
+"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, and the NLU tools."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("hermes: --workers must be at least 1", file=sys.stderr)
         return 2
-    if args.workers > 1 and not _postgres(settings.database_url):
+    if args.workers > 1 and settings.postgres_url is None:
         print(
             f"hermes: --workers {args.workers} needs PostgreSQL: SQLite has one writer per file;"
             " set HERMES_DATABASE_URL=postgresql://… and HERMES_REDIS_URL to run several workers",
@@ -61,8 +61,37 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _postgres(url: str | None) -> bool:
-    return url is not None and url.startswith(("postgresql://", "postgres://"))
+def _migrate_sqlite_to_postgres(args: argparse.Namespace) -> int:
+    """Copy a SQLite database into an empty PostgreSQL one; one line per table, verified."""
+    import psycopg
+
+    from app.errors import StorageError
+    from app.storage.postgres.copy import CopyRefused, copy_database
+
+    try:
+        target = psycopg.connect(args.target, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"hermes: cannot connect to --to: {reason}", file=sys.stderr)
+        return 2
+    with target:
+        try:
+            checks = copy_database(args.source, target)
+        except CopyRefused as exc:
+            print(f"hermes: {exc}", file=sys.stderr)
+            return 2
+        except StorageError as exc:
+            print(f"hermes: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 1
+    for check in checks:
+        print(check.line())
+    bad = [c.table for c in checks if not c.ok]
+    if bad:
+        print(f"hermes: copy does not match the source in {', '.join(bad)}", file=sys.stderr)
+        return 1
+    rows = sum(c.sqlite_rows for c in checks)
+    print(f"copied {len(checks)} tables, {rows} rows: every count and checksum matches")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes sharing the port (more than 1 needs HERMES_DATABASE_URL=postgresql://…)",
     )
     serve.set_defaults(func=_serve)
+    copy = sub.add_parser(
+        "migrate-sqlite-to-postgres",
+        help="copy a SQLite database into an empty PostgreSQL database, verified per table",
+    )
+    copy.add_argument(
+        "--from", dest="source", type=Path, required=True, help="the SQLite database file"
+    )
+    copy.add_argument(
+        "--to", dest="target", required=True, help="postgresql://user:password@host:port/db"
+    )
+    copy.set_defaults(func=_migrate_sqlite_to_postgres)
 
     from app.demo.cli import add_demo_data_command
     from app.nlu.cli import register as register_nlu

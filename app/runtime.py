@@ -45,8 +45,9 @@ from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
+from app.storage.engine import open_database
 from app.storage.leases import LeaseStore
-from app.storage.sqlite import Database
+from app.storage.port import Database
 from app.storage.tool_calls import ToolCallStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ExecutorConfig, ToolExecutor
@@ -253,14 +254,7 @@ async def open_runtime(
     settings: Settings, *, model: ChatModel | None = None
 ) -> AsyncIterator[Runtime]:
     async with contextlib.AsyncExitStack() as stack:
-        db = Database(
-            settings.db_path,
-            migrations_dir=settings.migrations_dir,
-            synchronous=settings.db_synchronous,
-            busy_timeout_ms=settings.db_busy_timeout_ms,
-            read_connections=settings.db_read_connections,
-        )
-        await db.open()
+        db = await open_database(settings)
         stack.push_async_callback(db.close)
         stack.callback(metrics.watch_database(db))
         if db.applied_migrations:
@@ -325,7 +319,7 @@ async def open_runtime(
                 sweep_s=settings.session_lease_sweep_s,
                 # One SQLite file is one machine's: a lease of a process of this host that is
                 # gone is free at once (a restart takes its sessions back without waiting).
-                reap_local=settings.database_url is None,
+                reap_local=settings.postgres_url is None,
             ),
         )
         core = assemble(

@@ -39,10 +39,19 @@ tools:
 """
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 def _start(
-    db: Path, port: int, llm: FakeLLMServer, tools: Path, effects: Path
+    db: Path, port: int, llm: FakeLLMServer, tools: Path, effects: Path, url: str | None
 ) -> subprocess.Popen[bytes]:
+    # On SQLite a gone process of this host frees its leases at once; on PostgreSQL (owners may
+    # be on other machines) the survivor waits for the lease to expire.
+    database = {"HERMES_DATABASE_URL": url} if url else {}
     env = {
+        **database,
         **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
         "HERMES_MODEL": "openai/test-model",
         "HERMES_MODEL_API_BASE": llm.url,
@@ -83,7 +92,7 @@ async def _session_events(
 
 
 async def test_a_killed_owners_session_is_taken_over_and_no_side_effect_runs_twice(
-    tmp_path: Path,
+    tmp_path: Path, database_url: str | None
 ) -> None:
     db, tools, effects = tmp_path / "shared.db", tmp_path / "tools.yaml", tmp_path / "effects"
     tools.write_text(TOOLS, encoding="utf-8")
@@ -96,11 +105,11 @@ async def test_a_killed_owners_session_is_taken_over_and_no_side_effect_runs_twi
             Reply("resumed after the takeover"),
         )
         port_a, port_b = _free_port(), _free_port()
-        a = _start(db, port_a, llm, tools, effects)
+        a = _start(db, port_a, llm, tools, effects, database_url)
         procs = [a]
         try:
             await _wait_healthy(f"http://127.0.0.1:{port_a}", a, db.with_suffix(f".{port_a}.log"))
-            b = _start(db, port_b, llm, tools, effects)
+            b = _start(db, port_b, llm, tools, effects, database_url)
             procs.append(b)
             await _wait_healthy(f"http://127.0.0.1:{port_b}", b, db.with_suffix(f".{port_b}.log"))
             async with (

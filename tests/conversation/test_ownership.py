@@ -1,5 +1,6 @@
 """One owner per session across processes: two live services on one database (each its own
-runtime, writer and lease owner; here in one test process, on one SQLite file).
+runtime, writer and lease owner; here in one test process), on one SQLite file and on one
+PostgreSQL database.
 
 A message posted to the process that does not own the session is queued for the owner and run
 there; the busy policy holds across processes; a session whose owner stopped renewing its
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from app.llm.testing import FakeLLMServer, Reply
 from app.principal import LOCAL
@@ -21,6 +23,12 @@ from app.runtime import Runtime
 from app.storage.records import Turn
 from app.testing import LiveService, read_events, serve
 from tests.conftest import new_session
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
 
 LEASES = {"session_lease_s": 1.5, "session_lease_renew_s": 0.3, "session_lease_sweep_s": 0.1}
 

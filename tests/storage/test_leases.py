@@ -1,6 +1,6 @@
-"""Session leases on a real SQLite file: acquire, renew, expiry and takeover, the fencing token
-(one more at each change of owner, never back), the stale owner's writes refused, and the claim
-that takes, keeps and lets go of a session's lease."""
+"""Session leases on a real database (SQLite and PostgreSQL): acquire, renew, expiry and
+takeover, the fencing token (one more at each change of owner, never back), the stale owner's
+writes refused, and the claim that takes, keeps and lets go of a session's lease."""
 
 from __future__ import annotations
 
@@ -9,19 +9,17 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.settings import PROJECT_ROOT
 from app.storage import fence as fences
 from app.storage.events import EventStore
 from app.storage.fence import Fence, LeaseLost
 from app.storage.leases import LeaseStore, dead_local_owner, new_owner
+from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
 from app.storage.turns import TurnStore
 
 TENANT = "default"
@@ -59,12 +57,8 @@ class World:
 
 
 @pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    db = await Database(tmp_path / "leases.db", migrations_dir=PROJECT_ROOT / "migrations").open()
-    try:
-        yield World(db)
-    finally:
-        await db.close()
+async def world(open_db: Any) -> World:
+    return World(await open_db("leases.db"))
 
 
 async def expire(world: World, session_id: str) -> None:
