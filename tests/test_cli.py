@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+
+from tests.test_durability import _free_port, _wait_healthy
 
 
 def run_hermes(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -93,3 +99,60 @@ def test_several_workers_without_postgresql_are_refused_in_one_line(tmp_path: Pa
     assert "HERMES_DATABASE_URL=postgresql://" in result.stderr
     assert "HERMES_REDIS_URL" in result.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+async def test_two_workers_on_postgresql_share_the_port_and_serve_turns(
+    tmp_path: Path, pg_url: str, fake_llm: Any
+) -> None:
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
+        "HERMES_DATABASE_URL": pg_url,
+        "HERMES_MODEL": "openai/test-model",
+        "HERMES_MODEL_API_BASE": fake_llm.url,
+        "HERMES_MODEL_API_KEY": "sk-test",
+        "HERMES_LOG_LEVEL": "WARNING",
+    }
+    log = tmp_path / "serve.log"
+    proc = _spawn(["serve", "--workers", "2", "--port", str(port)], env, log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        await _wait_healthy(base, proc, log)
+        assert len(_workers(proc.pid)) == 2
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            for n in range(4):
+                session = await client.post("/v1/sessions", json={"user_id": f"u{n}"})
+                assert session.status_code == 201, session.text
+                turn = await client.post(
+                    f"/v1/sessions/{session.json()['id']}/messages", json={"content": "hello"}
+                )
+                assert turn.status_code == 200, turn.text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 30)
+    assert proc.returncode == 0, log.read_text()
+
+
+def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as sink:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
+
+
+def _workers(pid: int) -> list[int]:
+    """uvicorn's live worker processes under `pid` (Linux /proc; multiprocessing also starts a
+    resource tracker, which is not one)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and b"spawn_main" in cmdline:
+            found.append(int(stat.parent.name))
+    return found

@@ -51,7 +51,9 @@ class SessionLeases:
         if self.config.reap_local:
             for owner in await self.store.expire_dead_local(now):
                 log.warning("process %s is gone: its sessions are free", owner)
-        return await self.store.unowned(now)
+        # A turn accepted moments ago is the accepting process's to claim (its wake comes
+        # right after the accepting transaction): a sweeper elsewhere leaves it a moment.
+        return await self.store.unowned(now, fresh_s=max(1.0, 2 * self.config.sweep_s))
 
 
 async def keep_leases(manager: TurnManager, leases: SessionLeases) -> None:

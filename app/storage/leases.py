@@ -114,15 +114,17 @@ class LeaseStore(Store):
         )
         return None if row is None else (str(row[0]), int(row[1]), float(row[2]))
 
-    async def unowned(self, now: float) -> list[str]:
+    async def unowned(self, now: float, fresh_s: float = 0.0) -> list[str]:
         """Sessions with a queued or running turn and no live owner: the lease is absent,
-        released or expired."""
+        released or expired. A turn queued less than `fresh_s` ago does not count: the process
+        that accepted it is about to claim it (and its caller follows the turn there)."""
         rows = await self.db.fetchall(
             "SELECT DISTINCT t.session_id FROM turns t"
             " LEFT JOIN session_leases l ON l.session_id = t.session_id"
             " WHERE t.status IN ('queued', 'running')"
-            " AND (l.session_id IS NULL OR l.expires_at <= ?)",
-            (now,),
+            " AND (l.session_id IS NULL OR l.expires_at <= ?)"
+            " AND (t.status = 'running' OR t.created_at <= ?)",
+            (now, now - fresh_s),
         )
         return [str(r[0]) for r in rows]
 

@@ -206,6 +206,8 @@ async def test_sessions_with_open_turns_and_no_live_owner_are_unowned(world: Wor
 
     assert sorted(await world.leases.unowned(time.time())) == sorted([fresh, expired])
     assert idle not in await world.leases.unowned(time.time())
+    # Turns queued moments ago are left to the process that accepted them.
+    assert await world.leases.unowned(time.time(), fresh_s=60) == []
 
 
 async def test_a_lease_of_a_process_of_this_host_that_is_gone_is_freed(world: World) -> None:
