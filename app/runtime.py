@@ -45,7 +45,7 @@ from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
-from app.storage.engine import open_database
+from app.storage.engine import check_database, open_database
 from app.storage.leases import LeaseStore
 from app.storage.port import Database
 from app.storage.tool_calls import ToolCallStore
@@ -229,6 +229,7 @@ def load_nlu(settings: Settings) -> NLUPipeline:
 
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
+    check_database(settings)
     primary, fallbacks = model_configs(settings)
     check_models(primary, fallbacks, settings.model_api)
     load_tools(settings.tools_file, resolve=resolve_python)

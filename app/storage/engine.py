@@ -33,6 +33,23 @@ def database_for(settings: Settings) -> Database:
     )
 
 
+def check_database(settings: Settings) -> None:
+    """Start-up's check that the configured PostgreSQL answers: one connection, closed again.
+    Raises ConfigError naming HERMES_DATABASE_URL (never the password)."""
+    url = settings.postgres_url
+    if url is None:
+        return
+    import psycopg
+
+    timeout = max(1, int(settings.db_connect_timeout_s))
+    try:
+        psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
+    except psycopg.Error as exc:
+        raise ConfigError(
+            DATABASE_URL, f"cannot connect to PostgreSQL at {where(url)}: {first_line(exc)}"
+        ) from None
+
+
 async def open_database(settings: Settings) -> Database:
     db = database_for(settings)
     url = settings.postgres_url

@@ -16,3 +16,9 @@ __all__ = ["pg", "pg_url"]
 def pg(pg_url: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture
+def backend() -> str:
+    """These tests are about PostgreSQL alone: not parametrised over both engines."""
+    return "postgres"
