@@ -292,7 +292,8 @@ async def open_runtime(
         stack.push_async_callback(model.aclose)
 
         approvals = ApprovalBroker(ApprovalStore(db, bus.publish), settings.approval_timeout_s)
-        expired = await approvals.store.expire_all_pending()
+        # Only where no live process owns the session: another's turn may still be waiting.
+        expired = await approvals.store.expire_all_pending(time.time())
         if expired:
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
         services = await open_demo(settings)

@@ -218,16 +218,35 @@ class ApprovalStore(Store):
         rows = await self.db.fetchall(sql + " ORDER BY created_at", params)
         return [Approval.from_row(r) for r in rows]
 
-    async def expire_all_pending(self) -> int:
-        """At start-up: nobody is waiting for these any more."""
+    async def expire_all_pending(self, now: float | None = None) -> int:
+        """At start-up: nobody is waiting for these any more. With `now`, only those of
+        sessions no live process owns (a lease held past `now` means its owner still waits)."""
 
         def expire(tx: Tx) -> int:
-            rows = tx.execute("SELECT * FROM approvals WHERE status = 'pending'").fetchall()
+            if now is None:
+                rows = tx.execute("SELECT * FROM approvals WHERE status = 'pending'").fetchall()
+            else:
+                rows = tx.execute(
+                    "SELECT a.* FROM approvals a"
+                    " LEFT JOIN session_leases l ON l.session_id = a.session_id"
+                    " WHERE a.status = 'pending' AND (l.session_id IS NULL OR l.expires_at <= ?)",
+                    (now,),
+                ).fetchall()
             for row in rows:
                 _set(tx, Approval.from_row(row), "expired", "system", "the service restarted")
             return len(rows)
 
         return await self.transact(expire)
+
+
+def expire_pending_of_turn(tx: Tx, turn_id: str, reason: str) -> int:
+    """The turn will not go on (its process died): nobody waits for its approvals any more."""
+    rows = tx.execute(
+        "SELECT * FROM approvals WHERE turn_id = ? AND status = 'pending'", (turn_id,)
+    ).fetchall()
+    for row in rows:
+        _set(tx, Approval.from_row(row), "expired", "system", reason)
+    return len(rows)
 
 
 def _set(

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from app import events
 from app.errors import QueueFull, SessionBusy
-from app.storage import leases, steps
+from app.storage import approvals, leases, steps
 from app.storage.fence import Fence
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
@@ -79,6 +79,7 @@ def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[s
             (why, tx.now, turn.id),
         )
         steps.close_open_steps(tx, turn.id, "failed", {"code": "interrupted", "message": why})
+        approvals.expire_pending_of_turn(tx, turn.id, why)
         _announce_failure(tx, turn, "interrupted", why)
     return [row["id"] for row in rows]
 

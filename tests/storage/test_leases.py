@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from app.storage import fence as fences
+from app.storage.approvals import ApprovalStore
 from app.storage.events import EventStore
 from app.storage.fence import Fence, LeaseLost
 from app.storage.leases import LeaseStore, dead_local_owner, new_owner
@@ -33,6 +34,7 @@ class World:
         self.sessions = SessionStore(db, self.published.extend)
         self.turns = TurnStore(db, self.published.extend)
         self.events = EventStore(db, self.published.extend)
+        self.approvals = ApprovalStore(db, self.published.extend)
 
     async def session(self) -> str:
         return (await self.sessions.create(TENANT, "u1", {})).id
@@ -234,3 +236,45 @@ async def test_deleting_a_session_deletes_its_lease(world: World) -> None:
     await world.leases.acquire(session_id, A, 30)
     assert await world.sessions.delete(TENANT, session_id)
     assert await world.leases.holder(session_id) is None
+
+
+async def _waiting_for_approval(world: World, owner: str) -> tuple[str, str, str]:
+    """A session whose turn, claimed by `owner`, waits for an approval: (session, turn, id)."""
+    session_id = await world.session()
+    turn_id = await world.queue(session_id)
+    owned = await world.turns.claim_owned(session_id, owner=owner, ttl_s=30, fence=None)
+    assert owned.claimed is not None
+    approval = await world.approvals.create(
+        tenant_id=TENANT,
+        session_id=session_id,
+        turn_id=turn_id,
+        call_id="call_1",
+        tool="send_email",
+        arguments={},
+        reason="external",
+        timeout_s=300,
+    )
+    return session_id, turn_id, approval.id
+
+
+async def test_start_up_expires_only_the_approvals_nobody_alive_waits_for(world: World) -> None:
+    _, _, live = await _waiting_for_approval(world, A)
+    dead_session, _, dead = await _waiting_for_approval(world, B)
+    await expire(world, dead_session)
+
+    assert await world.approvals.expire_all_pending(time.time()) == 1
+
+    left, gone = await world.approvals.get(live), await world.approvals.get(dead)
+    assert left is not None and left.status == "pending"
+    assert gone is not None and gone.status == "expired"
+
+
+async def test_a_takeover_expires_the_interrupted_turns_approvals(world: World) -> None:
+    session_id, turn_id, approval_id = await _waiting_for_approval(world, A)
+    await expire(world, session_id)
+
+    taken = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+
+    assert taken.interrupted == [turn_id]
+    approval = await world.approvals.get(approval_id)
+    assert approval is not None and approval.status == "expired"
