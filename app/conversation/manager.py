@@ -79,6 +79,9 @@ class TurnManager:
         worker = self._workers.get(session_id)
         return worker.current if worker else None
 
+    def running_turns(self) -> list[str]:
+        return [w.current.id for w in self._workers.values() if w.current is not None]
+
     def forget(self, session_id: str) -> None:
         """The session's cached history is stale or no longer needed."""
         self.runner.forget(session_id)

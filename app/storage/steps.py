@@ -251,12 +251,22 @@ class StepStore(Store):
         """A turn ended abnormally: what it left queued or running will not finish."""
         return await self.transact(lambda tx: close_open_steps(tx, turn_id, status, error))
 
-    async def mark_stuck(self, started_before: float) -> list[Step]:
+    async def mark_stuck(
+        self, started_before: float, turn_ids: list[str] | None = None
+    ) -> list[Step]:
+        """Steps running since before `started_before` become `stuck` (of `turn_ids` only, when
+        given)."""
+        if turn_ids == []:
+            return []
+
         def stuck(tx: Tx) -> list[Step]:
+            only = ""
+            if turn_ids is not None:
+                only = f" AND turn_id IN ({', '.join('?' for _ in turn_ids)})"
             rows = tx.execute(
                 "SELECT id FROM steps WHERE status = 'running' AND started_at < ?"
-                " AND action_type IN ('call_tool', 'generate_response', 'batch')",
-                (started_before,),
+                " AND action_type IN ('call_tool', 'generate_response', 'batch')" + only,
+                (started_before, *(turn_ids or ())),
             ).fetchall()
             return [
                 _set(

@@ -21,6 +21,9 @@ class TurnControl(Protocol):
     async def abort(self, turn_id: str, code: str, message: str) -> bool:
         """End a running turn from outside; the session carries on."""
 
+    def running_turns(self) -> list[str]:
+        """The turns running in this process (others may run elsewhere, on the same database)."""
+
 
 class SessionLookup(Protocol):
     async def get_session(self, principal: Principal, session_id: str) -> Session:

@@ -50,7 +50,11 @@ class Watchdog:
 
     async def check(self) -> tuple[list[Step], list[Step]]:
         now = self.clock()
-        stuck = await self.steps.mark_stuck(now - self.stuck_after_s)
+        # Only this process's turns: a step running in another process is that one's to judge
+        # (and only there can its turn be ended).
+        stuck = await self.steps.mark_stuck(
+            now - self.stuck_after_s, turn_ids=self.manager.running_turns()
+        )
         for step in stuck:
             metrics.STUCK_STEPS.inc()
             log.warning("step %s (%s) is stuck; ending turn %s", step.id, step.name, step.turn_id)

@@ -207,3 +207,27 @@ async def test_an_owner_that_lost_its_lease_mid_turn_writes_nothing_more(
 
 async def _idle(service: LiveService, session_id: str) -> bool:
     return service.runtime.manager.running(session_id) is None
+
+
+async def test_another_processs_watchdog_leaves_the_owners_long_step_alone(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("slow but fine", delay=1.0), model="model-a")
+    async with (
+        serve(make_settings(model="openai/model-a", **LEASES)) as a,
+        serve(make_settings(model="openai/model-b", step_stuck_after_s=0.1, **LEASES)) as b,
+    ):
+        session_id = await new_session(a)
+        running = asyncio.create_task(post_first_event(a.client, session_id, "one"))
+        await until(lambda: _running_on(a, session_id))
+        _, turn_id, _ = await running
+        assert turn_id is not None
+        checks = 0
+        while a.runtime.manager.running(session_id) is not None:
+            stuck, _ = await b.runtime.watchdog.check()  # B would call A's model step stuck
+            assert stuck == []
+            checks += 1
+            await asyncio.sleep(0.05)
+        assert checks > 5
+        turn = await finished(a.runtime, session_id, turn_id)
+        assert turn.status == "completed"
