@@ -41,10 +41,6 @@ class _Job(Generic[T]):
 Outcome = tuple[_Job[Any], Any, BaseException | None]
 
 
-class _Retry(Exception):
-    """A batch met a conflict the engine asks us to resolve by running it again."""
-
-
 class BatchWriter(Generic[C]):
     """The writer thread and its job queue; engines say how to connect and begin."""
 
@@ -166,9 +162,7 @@ class BatchWriter(Generic[C]):
     def _run_batch(self, conn: Any, batch: list[_Job[Any]]) -> list[Outcome]:
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                return self._attempt(conn, batch, last=attempt == _MAX_ATTEMPTS)
-            except _Retry:
-                pass
+                outcomes = self._attempt(conn, batch, last=attempt == _MAX_ATTEMPTS)
             except Exception as exc:  # transaction control itself failed: nothing committed
                 log.exception("write batch of %d jobs failed outside its jobs", len(batch))
                 try:
@@ -177,11 +171,14 @@ class BatchWriter(Generic[C]):
                 except Exception:
                     log.exception("rollback after a failed batch failed too")
                 return [(job, None, exc) for job in batch]
+            if outcomes is not None:
+                return outcomes
             self._retries += 1
             log.info("write batch of %d jobs met a conflict; attempt %d", len(batch), attempt)
         raise AssertionError("unreachable: the last attempt never retries")
 
-    def _attempt(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome]:
+    def _attempt(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
+        """The batch's outcomes, or None: it met a conflict, nothing committed, run it again."""
         outcomes: list[Outcome] = []
         try:
             self._control(conn, self.begin_sql)
@@ -196,7 +193,7 @@ class BatchWriter(Generic[C]):
             except BaseException as exc:
                 self._control(conn, "ROLLBACK")
                 if not last and self._retryable(exc):
-                    raise _Retry from exc
+                    return None
                 return [(job, None, exc)]
             outcomes.append((job, result, None))
             isolated = []
@@ -207,7 +204,7 @@ class BatchWriter(Generic[C]):
             except BaseException as exc:
                 if not last and self._retryable(exc):
                     self._control(conn, "ROLLBACK")
-                    raise _Retry from exc
+                    return None
                 self._control(conn, "ROLLBACK TO job")
                 self._control(conn, "RELEASE job")
                 outcomes.append((job, None, exc))
@@ -221,7 +218,7 @@ class BatchWriter(Generic[C]):
             if self._in_transaction(conn):
                 self._control(conn, "ROLLBACK")
             if not last and self._retryable(exc):
-                raise _Retry from exc
+                return None
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             return [(job, None, exc) for job in batch]
         return outcomes

@@ -20,5 +20,6 @@ def pg(pg_url: str) -> Iterator[psycopg.Connection]:
 
 @pytest.fixture
 def backend() -> str:
-    """These tests are about PostgreSQL alone: not parametrised over both engines."""
-    return "postgres"
+    """Not parametrised: these tests open PostgreSQL themselves (`pg_url`), and a service they
+    start (`make_settings`) writes the SQLite file the copy tests read."""
+    return "sqlite"
