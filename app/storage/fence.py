@@ -35,13 +35,15 @@ current: contextvars.ContextVar[Fence | None] = contextvars.ContextVar("hermes_f
 def check(tx: Tx, fence: Fence) -> None:
     """Raise `LeaseLost` unless `fence` still holds the session's lease.
 
-    An UPDATE rather than a SELECT: on PostgreSQL it locks the lease row until this transaction
-    ends, so a takeover waits for it instead of slipping in between the check and the commit."""
-    cur = tx.execute(
-        "UPDATE session_leases SET token = token WHERE session_id = ? AND owner = ? AND token = ?",
+    On PostgreSQL the check locks the lease row until this transaction ends, so a takeover
+    waits for it instead of slipping in between the check and the commit (SQLite's writer
+    already admits one transaction at a time)."""
+    row = tx.one(
+        "SELECT 1 FROM session_leases WHERE session_id = ? AND owner = ? AND token = ?"
+        + tx.for_update,
         (fence.session_id, fence.owner, fence.token),
     )
-    if cur.rowcount != 1:
+    if row is None:
         raise LeaseLost(
             f"session {fence.session_id} was taken over; this process stops writing to it"
         )
