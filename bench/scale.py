@@ -227,8 +227,7 @@ async def main() -> None:
             f"{r.name:<36}{r.turns_per_s:>9.1f}{r.p50_ms:>9.0f}{r.p95_ms:>9.0f}"
             f"{r.failures:>10}{r.hermes_cores:>7.2f}"
         )
-    by_name = {r.name.split(",")[0]: r for r in results}
-    base = by_name.get("1 process") if "sqlite" in cases else None
+    base = next((r for r in results if r.name.endswith("SQLite")), None)
     if base is not None and base.turns_per_s > 0:
         for r in results[1:]:
             need = 0.8 if "PostgreSQL" in r.name and "workers" not in r.name else 1.6

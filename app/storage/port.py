@@ -96,4 +96,9 @@ class Database(Protocol):
 
     async def ping(self) -> None: ...
 
+    async def vacuum(self, table: str) -> None:
+        """Drop what deleted rows left in the table's indexes, now (PostgreSQL's VACUUM;
+        SQLite's FTS index is merged by the memory store's own statements)."""
+        ...
+
     def counts(self) -> DbCounts: ...

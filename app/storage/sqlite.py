@@ -167,3 +167,7 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     async def ping(self) -> None:
         """A trivial read through the pool: raises if the database cannot answer."""
         await self.fetchone("SELECT 1")
+
+    async def vacuum(self, table: str) -> None:
+        """Nothing to do: deleted rows leave no index entries behind in SQLite's B-trees, and
+        the FTS index is merged by the memory store's own statements."""

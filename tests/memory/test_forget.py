@@ -34,6 +34,16 @@ async def index_traces(db: Database, secret: str) -> int:
     return sum(1 for g in grams for b in blobs if g in b)
 
 
+def vacuums(db: Database) -> int:
+    """PostgreSQL: how often `memories` was vacuumed by hand (what drops deleted rows' index
+    entries at once)."""
+    with psycopg.connect(db.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+        row = conn.execute(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'memories'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+
 async def indexed_docs(db: Database) -> int:
     if db.dialect == "postgres":
         return int((await db.fetchall("SELECT count(*) FROM memories"))[0][0])
@@ -52,8 +62,12 @@ async def test_delete_removes_row_history_and_index_and_audits_without_content(
     await memory.upsert(ALICE, "note:gate", f"小区北门{SECRET}", tier="node")  # some history
     assert (await memory.recall(ALICE, f"上次的{SECRET}")).items
     assert await index_traces(db, SECRET) > 0  # the check below can see postings
+    vacuumed = vacuums(db) if db.dialect == "postgres" else 0
 
     await memory.delete(ALICE, gone.item.id, actor="op:9", reason="gdpr_request")
+
+    if db.dialect == "postgres":  # the deleted row's index entries were dropped at once
+        assert vacuums(db) == vacuumed + 1
 
     assert (await memory.recall(ALICE, f"上次的{SECRET}")).items == []
     assert await memory.list_memories(ALICE, ListFilter(text="qzxjv81")) == []

@@ -258,6 +258,19 @@ class PostgresDatabase(BatchWriter[PgConnection]):
     async def ping(self) -> None:
         await self.fetchone("SELECT 1")
 
+    async def vacuum(self, table: str) -> None:
+        """VACUUM the table on a connection of its own (it can't run in a transaction): the
+        index entries of deleted rows — a forgotten memory's trigrams among them — go now, not
+        whenever autovacuum comes by."""
+        if not table.isidentifier():
+            raise ValueError(f"not a table name: {table!r}")
+
+        def run() -> None:
+            with connect(self.url, timeout_s=self.connect_timeout_s) as conn:
+                conn.execute(f"VACUUM {table}")
+
+        await asyncio.to_thread(run)
+
 
 async def _configure_async(conn: psycopg.AsyncConnection[Any]) -> None:
     _configure(conn.adapters)
