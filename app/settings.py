@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     db_read_connections: int = Field(2, ge=1, le=32)
     migrations_dir: Path = PROJECT_ROOT / "migrations"
 
+    # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
+    # set. Every key Hermes writes starts with `redis_prefix`.
+    redis_url: str | None = None
+    redis_prefix: str = Field("hermes", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+
     # -- model ----------------------------------------------------------------------------------
     model: str = "hermes/local"
     model_api_base: str | None = None
@@ -109,7 +114,8 @@ class Settings(BaseSettings):
     confirmation_timeout_s: float = Field(600.0, gt=0)
     # Extra regular expressions whose matches are masked in tool results, events and logs.
     redact_patterns: CommaList = Field(default_factory=list)
-    # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances).
+    # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances); when
+    # left unset and HERMES_REDIS_URL is set, rate limits are kept in that Redis.
     rate_limit_storage: str = "memory://"
     demo_db_path: Path = Path("var/demo.db")
     # The tenants the demo dataset belongs to: other tenants' sessions find no demo customer.
@@ -170,6 +176,15 @@ class Settings(BaseSettings):
             )
         return value.strip()
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("redis://", "rediss://")):
+            raise ValueError("must start with redis:// or rediss://")
+        return value.strip()
+
     @field_validator("api_keys")
     @classmethod
     def _api_keys_shape(cls, value: list[str]) -> list[str]:
@@ -226,6 +241,10 @@ def config_error(exc: ValidationError) -> ConfigError:
     return ConfigError(names, f"invalid configuration:\n  {listed}")
 
 
+# Values never echoed in an error: they may hold credentials (a Redis URL's password).
+_SECRET_FIELDS = frozenset({"api_keys", "redis_url"})
+
+
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     """Each problem as (the variable, what is wrong with it)."""
     problems = []
@@ -237,7 +256,9 @@ def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
             message = "unknown setting"
         got = err.get("input")
         shown = (
-            "" if got is None or isinstance(got, dict) or field == "api_keys" else f" (got {got!r})"
+            ""
+            if got is None or isinstance(got, dict) or field in _SECRET_FIELDS
+            else f" (got {got!r})"
         )
         problems.append((name, f"{message}{shown}"))
     return problems
