@@ -3,9 +3,9 @@
 A call that finds the window full waits for the next slot if that comes within its budget,
 so short bursts are smoothed instead of failed; beyond the budget it is refused.
 
-`RateLimiter.shared` counts in the process's shared Redis (`HERMES_REDIS_URL`) under its
-prefix; when Redis fails, the call is counted in memory instead (one warning per outage, see
-`app.resilience.redis_client`), and in Redis again once it answers.
+Given the process's shared Redis (`RateLimiter(shared=...)`, `HERMES_REDIS_URL`), a limiter
+counts there, under the prefix; when Redis fails, the call is counted in memory instead (one
+warning per outage, see `app.resilience.redis_client`), and in Redis again once it answers.
 """
 
 from __future__ import annotations
