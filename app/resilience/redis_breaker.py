@@ -86,7 +86,7 @@ class RedisBreaker:
         on_change: OnChange | None = None,
         *,
         window_s: float | None = None,
-        probe_s: float = 60.0,
+        probe_s: float = 120.0,
         idle_s: float = 3600.0,
     ) -> None:
         self.name = name
