@@ -46,7 +46,8 @@ from app.resilience.redis_client import SharedRedis, check_reachable, open_share
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
-from app.storage.sqlite import Database
+from app.storage.engine import open_database
+from app.storage.port import Database
 from app.storage.tool_calls import ToolCallStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ExecutorConfig, ToolExecutor
@@ -245,8 +246,8 @@ def preflight(settings: Settings) -> None:
     load_tools(settings.tools_file, resolve=resolve_python)
     load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()
-    if settings.redis_url:
-        check_reachable(settings.redis_url)
+    if settings.shared_redis_url:
+        check_reachable(settings.shared_redis_url)
 
 
 async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
@@ -268,17 +269,10 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     async with contextlib.AsyncExitStack() as stack:
         # Shared rate limits and breakers (HERMES_REDIS_URL): Redis must answer at start-up.
-        shared = await open_shared_redis(settings.redis_url, settings.redis_prefix)
+        shared = await open_shared_redis(settings.shared_redis_url, settings.redis_prefix)
         if shared is not None:
             stack.push_async_callback(shared.aclose)
-        db = Database(
-            settings.db_path,
-            migrations_dir=settings.migrations_dir,
-            synchronous=settings.db_synchronous,
-            busy_timeout_ms=settings.db_busy_timeout_ms,
-            read_connections=settings.db_read_connections,
-        )
-        await db.open()
+        db = await open_database(settings)
         stack.push_async_callback(db.close)
         stack.callback(metrics.watch_database(db))
         if db.applied_migrations:

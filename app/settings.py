@@ -42,11 +42,16 @@ class Settings(BaseSettings):
     db_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     db_busy_timeout_ms: int = Field(5000, ge=0)
     db_read_connections: int = Field(2, ge=1, le=32)
-    migrations_dir: Path = PROJECT_ROOT / "migrations"
+    migrations_dir: Path = PROJECT_ROOT / "migrations"  # PostgreSQL's in its postgres/ folder
+    # postgresql://user:password@host:port/db selects PostgreSQL (several processes share it);
+    # unset, Hermes stores everything in the SQLite file at db_path.
+    database_url: SecretStr | None = None
+    db_pool_size: int = Field(4, ge=1, le=64)  # PostgreSQL read connections per process
+    db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
 
     # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
     # set. Every key Hermes writes starts with `redis_prefix`.
-    redis_url: str | None = None
+    redis_url: SecretStr | None = None
     redis_prefix: str = Field("hermes", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
 
     # -- model ----------------------------------------------------------------------------------
@@ -178,12 +183,32 @@ class Settings(BaseSettings):
 
     @field_validator("redis_url")
     @classmethod
-    def _redis_scheme(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
+    def _redis_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
             return None
-        if not value.startswith(("redis://", "rediss://")):
+        url = value.get_secret_value().strip()
+        if not url.startswith(("redis://", "rediss://")):
             raise ValueError("must start with redis:// or rediss://")
-        return value.strip()
+        return SecretStr(url)
+
+    @property
+    def shared_redis_url(self) -> str | None:
+        """The Redis URL when processes share state through Redis, else None."""
+        return None if self.redis_url is None else self.redis_url.get_secret_value()
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        if not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql://user@host:port/database URL")
+        return value
+
+    @property
+    def postgres_url(self) -> str | None:
+        """The PostgreSQL URL when PostgreSQL is the store, else None (SQLite)."""
+        return None if self.database_url is None else self.database_url.get_secret_value()
 
     @field_validator("api_keys")
     @classmethod

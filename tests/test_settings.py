@@ -99,10 +99,12 @@ def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_redis_url_and_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     s = load_settings()
     assert (s.redis_url, s.redis_prefix) == (None, "hermes")
-    monkeypatch.setenv("HERMES_REDIS_URL", "rediss://:pw@cache.internal:6380/2")
+    monkeypatch.setenv("HERMES_REDIS_URL", "rediss://:hunter2x@cache.internal:6380/2")
     monkeypatch.setenv("HERMES_REDIS_PREFIX", "cc-east")
     s = load_settings()
-    assert (s.redis_url, s.redis_prefix) == ("rediss://:pw@cache.internal:6380/2", "cc-east")
+    url = "rediss://:hunter2x@cache.internal:6380/2"
+    assert (s.shared_redis_url, s.redis_prefix) == (url, "cc-east")
+    assert "hunter2x" not in repr(s)
     assert "rate_limit_storage" not in s.model_fields_set  # so rate limits follow Redis
     monkeypatch.setenv("HERMES_RATE_LIMIT_STORAGE", "memory://")
     assert "rate_limit_storage" in load_settings().model_fields_set  # given: it wins

@@ -12,7 +12,8 @@ from app.memory.records import Scope
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
 from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database
+from app.storage.port import Database
+from app.storage.sqlite import SqliteDatabase
 
 MIGRATIONS = (
     PROJECT_ROOT / "migrations" / "0003_memory.sql",
@@ -40,7 +41,7 @@ def clock() -> FixedClock:
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
+    database = SqliteDatabase(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
     await database.open()
     yield database
     await database.close()

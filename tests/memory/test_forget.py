@@ -7,7 +7,7 @@ import pytest
 from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
 from app.memory.service import MemoryService
-from app.storage.sqlite import Database
+from app.storage.port import Database
 from tests.memory.conftest import ALICE, BOB, OTHER_TENANT_ALICE
 
 SECRET = "门禁密码qzxjv81"
