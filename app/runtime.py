@@ -39,9 +39,11 @@ from app.nlu.cache import CachingParser
 from app.nlu.pipeline import NLUPipeline
 from app.nlu.types import Parser
 from app.observability import metrics
-from app.resilience.breaker import BreakerPolicy
+from app.resilience.breaker import BreakerFactory, BreakerPolicy
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
+from app.resilience.redis_breaker import redis_breakers
+from app.resilience.redis_client import SharedRedis, check_reachable, open_shared_redis
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
@@ -112,7 +114,12 @@ def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
     return primary, fallbacks
 
 
-def build_model(settings: Settings, parser: Parser, redact: Redact | None = None) -> ChatModel:
+def build_model(
+    settings: Settings,
+    parser: Parser,
+    redact: Redact | None = None,
+    breakers: BreakerFactory | None = None,
+) -> ChatModel:
     """The models in the order they are tried, `hermes/local` (answering with `parser`) last
     when `local_fallback`; `redact` runs on every failure message the chain gives out or logs.
     Each model takes the path `HERMES_MODEL_API` gives it (app.llm.catalog)."""
@@ -134,6 +141,7 @@ def build_model(settings: Settings, parser: Parser, redact: Redact | None = None
             open_seconds=settings.model_breaker_open_s,
         ),
         local=LocalModelConfig(settings.nlu_min_confidence),
+        breakers=breakers,
     )
     return build_chain(
         [primary, *fallbacks],
@@ -177,15 +185,21 @@ def build_executor(
     bus: EventBus,
     confirmations: ConfirmationStore,
     services: DemoServices | None = None,
+    shared: SharedRedis | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
-        RateLimiter(settings.rate_limit_storage),
+        RateLimiter.from_settings(
+            settings.rate_limit_storage,
+            "rate_limit_storage" in settings.model_fields_set,
+            shared,
+        ),
         Bulkheads(),
         BreakerPolicy(
             max_failures=settings.tool_breaker_failures,
             max_timeouts=settings.tool_breaker_timeouts,
             open_seconds=settings.tool_breaker_open_s,
         ),
+        breakers=redis_breakers(shared) if shared else None,
     )
     return ToolExecutor(
         registry,
@@ -235,6 +249,8 @@ def preflight(settings: Settings) -> None:
     load_tools(settings.tools_file, resolve=resolve_python)
     load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()
+    if settings.shared_redis_url:
+        check_reachable(settings.shared_redis_url)
 
 
 async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
@@ -255,6 +271,10 @@ async def open_runtime(
     settings: Settings, *, model: ChatModel | None = None
 ) -> AsyncIterator[Runtime]:
     async with contextlib.AsyncExitStack() as stack:
+        # Shared rate limits and breakers (HERMES_REDIS_URL): Redis must answer at start-up.
+        shared = await open_shared_redis(settings.shared_redis_url, settings.redis_prefix)
+        if shared is not None:
+            stack.push_async_callback(shared.aclose)
         db = await open_database(settings)
         stack.push_async_callback(db.close)
         stack.callback(metrics.watch_database(db))
@@ -288,7 +308,9 @@ async def open_runtime(
         stack.callback(nlu.close)
         parser = CachingParser(nlu)  # earlier messages are read again each turn
         if model is None:
-            model = build_model(settings, parser)
+            model = build_model(
+                settings, parser, breakers=redis_breakers(shared) if shared else None
+            )
         stack.push_async_callback(model.aclose)
 
         approvals = ApprovalBroker(ApprovalStore(db, bus.publish), settings.approval_timeout_s)
@@ -299,7 +321,7 @@ async def open_runtime(
         services = await open_demo(settings)
         stack.push_async_callback(close_demo, services)
         executor = build_executor(
-            settings, registry, db, approvals, bus, stores.confirmations, services
+            settings, registry, db, approvals, bus, stores.confirmations, services, shared
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
         loop = AgentLoop(

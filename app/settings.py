@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(4, ge=1, le=64)  # PostgreSQL read connections per process
     db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
 
+    # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
+    # set. Every key Hermes writes starts with `redis_prefix`.
+    redis_url: SecretStr | None = None
+    redis_prefix: str = Field("hermes", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+
     # -- model ----------------------------------------------------------------------------------
     model: str = "hermes/local"
     model_api_base: str | None = None
@@ -121,7 +126,8 @@ class Settings(BaseSettings):
     confirmation_timeout_s: float = Field(600.0, gt=0)
     # Extra regular expressions whose matches are masked in tool results, events and logs.
     redact_patterns: CommaList = Field(default_factory=list)
-    # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances).
+    # `memory://` (one process) or `redis://127.0.0.1:6379` (shared between instances); when
+    # left unset and HERMES_REDIS_URL is set, rate limits are kept in that Redis.
     rate_limit_storage: str = "memory://"
     demo_db_path: Path = Path("var/demo.db")
     # The tenants the demo dataset belongs to: other tenants' sessions find no demo customer.
@@ -181,6 +187,21 @@ class Settings(BaseSettings):
                 "set HERMES_MODEL to provider/model, e.g. hermes/local or openai/gpt-4o-mini"
             )
         return value.strip()
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        url = value.get_secret_value().strip()
+        if not url.startswith(("redis://", "rediss://")):
+            raise ValueError("must start with redis:// or rediss://")
+        return SecretStr(url)
+
+    @property
+    def shared_redis_url(self) -> str | None:
+        """The Redis URL when processes share state through Redis, else None."""
+        return None if self.redis_url is None else self.redis_url.get_secret_value()
 
     @field_validator("database_url")
     @classmethod
@@ -261,6 +282,10 @@ def config_error(exc: ValidationError) -> ConfigError:
     return ConfigError(names, f"invalid configuration:\n  {listed}")
 
 
+# Values never echoed in an error: they may hold credentials (a Redis URL's password).
+_SECRET_FIELDS = frozenset({"api_keys", "redis_url"})
+
+
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
     """Each problem as (the variable, what is wrong with it)."""
     problems = []
@@ -272,7 +297,9 @@ def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
             message = "unknown setting"
         got = err.get("input")
         shown = (
-            "" if got is None or isinstance(got, dict) or field == "api_keys" else f" (got {got!r})"
+            ""
+            if got is None or isinstance(got, dict) or field in _SECRET_FIELDS
+            else f" (got {got!r})"
         )
         problems.append((name, f"{message}{shown}"))
     return problems

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,18 @@ def _workers(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z" and b"spawn_main" in cmdline:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_redis_down_at_start_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"redis://:secret@127.0.0.1:{port}/0"
+    result = run_hermes("serve", "--db", str(tmp_path / "x.db"), HERMES_REDIS_URL=url)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("hermes: cannot start: HERMES_REDIS_URL: ")
+    assert "secret" not in lines[0]
+    assert not (tmp_path / "x.db").exists()

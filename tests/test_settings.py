@@ -94,3 +94,35 @@ def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         load_settings()
     monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcdef")
     assert load_settings().api_keys == ["acme:agent:0123456789abcdef"]
+
+
+def test_redis_url_and_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = load_settings()
+    assert (s.redis_url, s.redis_prefix) == (None, "hermes")
+    monkeypatch.setenv("HERMES_REDIS_URL", "rediss://:hunter2x@cache.internal:6380/2")
+    monkeypatch.setenv("HERMES_REDIS_PREFIX", "cc-east")
+    s = load_settings()
+    url = "rediss://:hunter2x@cache.internal:6380/2"
+    assert (s.shared_redis_url, s.redis_prefix) == (url, "cc-east")
+    assert "hunter2x" not in repr(s)
+    assert "rate_limit_storage" not in s.model_fields_set  # so rate limits follow Redis
+    monkeypatch.setenv("HERMES_RATE_LIMIT_STORAGE", "memory://")
+    assert "rate_limit_storage" in load_settings().model_fields_set  # given: it wins
+
+
+@pytest.mark.parametrize("url", ["http://:secret@cache:6379", "cache:6379", "memory://"])
+def test_a_redis_url_without_a_redis_scheme_names_the_variable_not_the_password(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("HERMES_REDIS_URL", url)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert info.value.source == "HERMES_REDIS_URL"
+    assert "redis://" in info.value.problem and "secret" not in str(info.value)
+
+
+def test_a_redis_prefix_must_be_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_REDIS_PREFIX", "has space*")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert info.value.source == "HERMES_REDIS_PREFIX"

@@ -18,7 +18,7 @@ from app.llm.masking import Redact
 from app.llm.openai_compat import OpenAICompatModel
 from app.llm.retry import RetryPolicy
 from app.nlu.types import Parser
-from app.resilience.breaker import BreakerPolicy
+from app.resilience.breaker import BreakerFactory, BreakerPolicy
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class ChainOptions:
         default_factory=lambda: BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
     )
     local: LocalModelConfig = field(default_factory=LocalModelConfig)
+    breakers: BreakerFactory | None = None  # where breaker state lives; None: in this process
 
 
 def build_chain(
@@ -67,4 +68,5 @@ def build_chain(
         breaker=options.breaker,
         timeout_s=options.timeout_s,
         redact=redact,
+        breakers=options.breakers,
     )

@@ -5,7 +5,8 @@ timeout for every wait on it, and a circuit breaker: after repeated failures of 
 say "this model is unusable now" (unreachable, refused credentials, server errors, timeouts)
 the breaker opens and later calls skip the model at once, until one probe after the open
 period finds it healthy again. The last model has no breaker: with nowhere else to go, every
-call tries it.
+call tries it. Breaker state lives where the `breakers` factory keeps it: in this process, or
+in Redis, shared by every Hermes process (`HERMES_REDIS_URL`).
 
 A call falls over to the next model only before anything of the answer has been passed on;
 once it has, a failure is `llm_stream_interrupted`. What reaches the caller and the log is a
@@ -25,7 +26,13 @@ from app.llm.failures import ModelFailure, ModelsFailed, as_failure
 from app.llm.gateway import Attempt, ChatModel, ModelRequest, ModelRoute, StreamEnd, StreamItem
 from app.llm.masking import Redact
 from app.llm.retry import RetryPolicy
-from app.resilience.breaker import BreakerPolicy, BreakerState, CircuitBreaker
+from app.resilience.breaker import (
+    Breaker,
+    BreakerFactory,
+    BreakerPolicy,
+    BreakerState,
+    local_breakers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +47,7 @@ class ChainLink:
 class _Link:
     name: str
     model: ChatModel
-    breaker: CircuitBreaker | None
+    breaker: Breaker | None
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class ModelChain:
         breaker: BreakerPolicy | None = None,
         timeout_s: float = 60.0,
         redact: Redact | None = None,
+        breakers: BreakerFactory | None = None,
     ) -> None:
         if not links:
             raise ValueError("a model chain needs at least one model")
@@ -81,13 +89,14 @@ class ModelChain:
         self._timeout_s = timeout_s
         self._redact = redact or _unchanged
         policy = breaker or BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
+        make = breakers or local_breakers()
         self._links = [
             _Link(
                 link.name,
                 link.model,
                 None
                 if i == len(links) - 1
-                else CircuitBreaker(link.name, policy, on_change=self._breaker_changed),
+                else make(f"model:{link.name}", link.name, policy, self._breaker_changed),
             )
             for i, link in enumerate(links)
         ]
@@ -96,8 +105,12 @@ class ModelChain:
     def models(self) -> list[str]:
         return [link.name for link in self._links]
 
-    def breaker_states(self) -> dict[str, str]:
-        return {link.name: link.breaker.state.value for link in self._links if link.breaker}
+    async def breaker_states(self) -> dict[str, str]:
+        return {
+            link.name: (await link.breaker.inspect()).state.value
+            for link in self._links
+            if link.breaker
+        }
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         attempts: list[Attempt] = []
@@ -158,10 +171,11 @@ class ModelChain:
         retry can fix, or its breaker opens."""
         tries = 0
         last: ModelFailure | None = None
+        opened = False
 
         async def once() -> _Started:
-            nonlocal tries, last
-            if link.breaker is not None and not link.breaker.allow():
+            nonlocal tries, last, opened
+            if link.breaker is not None and not await link.breaker.admit():
                 raise _Skipped
             tries += 1
             source = link.model.stream(request)
@@ -170,19 +184,19 @@ class ModelChain:
             except asyncio.CancelledError:
                 await _close(source)
                 if link.breaker is not None:
-                    link.breaker.release_probe()
+                    await link.breaker.release()
                 raise
             except Exception as exc:
                 await _close(source)
                 last = as_failure(exc, link.name)
-                self._judge(link, last)
+                opened = await self._judge(link, last) is BreakerState.OPEN
                 raise last from None
             if link.breaker is not None:
-                link.breaker.record_success()
+                await link.breaker.succeeded()
             return _Started(source, first, tries)
 
         def again(exc: BaseException) -> bool | float:
-            if link.breaker is not None and link.breaker.state is BreakerState.OPEN:
+            if opened:
                 return False  # it just opened: the next try would be skipped anyway
             return self._retry.backoff(exc)
 
@@ -205,33 +219,38 @@ class ModelChain:
                 try:
                     item = await self._next(source, link.name)
                 except Exception as exc:
-                    raise self._interrupted(link, as_failure(exc, link.name), route) from None
+                    cause = as_failure(exc, link.name)
+                    raise await self._interrupted(link, cause, route) from None
             if not ended:
                 yield StreamEnd(route=route)
         finally:
             await _close(source)
 
-    def _interrupted(self, link: _Link, cause: ModelFailure, route: ModelRoute) -> ModelsFailed:
+    async def _interrupted(
+        self, link: _Link, cause: ModelFailure, route: ModelRoute
+    ) -> ModelsFailed:
         broken = ModelFailure("llm_stream_interrupted", link.name, detail=cause.code)
-        self._judge(link, broken)
+        await self._judge(link, broken)
         message = self._redact(broken.message)
         log.warning("model call failed: %s: %s", broken.code, message)
         attempts = (*route.attempts[:-1], Attempt(link.name, broken.code, route.attempts[-1].tries))
         return ModelsFailed(broken.code, message, ModelRoute(None, attempts))
 
-    def _judge(self, link: _Link, failure: ModelFailure) -> None:
+    async def _judge(self, link: _Link, failure: ModelFailure) -> BreakerState | None:
+        """Tell the model's breaker; the state a failure left it in (None: not a failure)."""
         breaker = link.breaker
         if breaker is None:
-            return
+            return None
         match failure.verdict:
             case "failure":
-                breaker.record_failure(error=failure.code)
+                return await breaker.failed(error=failure.code)
             case "timeout":
-                breaker.record_failure(timeout=True, error=failure.code)
+                return await breaker.failed(timed_out=True, error=failure.code)
             case "healthy":
-                breaker.record_success()
+                await breaker.succeeded()
             case "neutral":
-                breaker.release_probe()
+                await breaker.release()
+        return None
 
     def _breaker_changed(self, name: str, state: BreakerState) -> None:
         link = next(link for link in self._links if link.name == name)

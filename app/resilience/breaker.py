@@ -3,6 +3,11 @@
 Timeouts and other failures are counted separately (a slow dependency trips sooner than a
 flaky one). While open, calls are refused without touching the dependency; after the cool-down
 exactly one caller gets to probe, and its outcome closes or re-opens the breaker.
+
+`Breaker` is the seam the tools and the model chain use: async, so the state may live
+elsewhere. `CircuitBreaker` keeps it in this process (and keeps its sync API for callers that
+are only ever local, like MCP connections); `app.resilience.redis_breaker` shares it between
+processes through Redis.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 
 class BreakerState(StrEnum):
@@ -26,13 +32,77 @@ class BreakerPolicy:
     open_seconds: float = 600.0
 
 
+@dataclass(frozen=True)
+class BreakerView:
+    """A breaker's health as read at one moment."""
+
+    state: BreakerState
+    failures: int = 0
+    timeouts: int = 0
+    retry_after_s: float = 0.0
+    last_error: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "state": self.state.value,
+            "consecutive_failures": self.failures,
+            "consecutive_timeouts": self.timeouts,
+            "retry_after_s": round(self.retry_after_s, 3),
+            "last_error": self.last_error,
+        }
+
+
+OnChange = Callable[[str, BreakerState], None]
+
+
+class Breaker(Protocol):
+    """One breaker, wherever its state is kept. `admit` is `allow`: in half-open only one
+    caller (the probe) is admitted; `failed` answers the state the failure left behind."""
+
+    name: str
+    policy: BreakerPolicy
+    last_error: str | None
+
+    async def admit(self) -> bool: ...
+
+    async def succeeded(self) -> None: ...
+
+    async def failed(
+        self, *, timed_out: bool = False, error: str | None = None
+    ) -> BreakerState: ...
+
+    async def release(self) -> None: ...
+
+    async def inspect(self) -> BreakerView: ...
+
+
+class BreakerFactory(Protocol):
+    """Makes the breaker for `key` (unique among all breakers sharing a store), shown as
+    `name`; `on_change` hears the transitions this process causes."""
+
+    def __call__(
+        self, key: str, name: str, policy: BreakerPolicy, on_change: OnChange | None = None
+    ) -> Breaker: ...
+
+
+def local_breakers(clock: Callable[[], float] = time.monotonic) -> BreakerFactory:
+    """Breakers whose state lives in this process."""
+
+    def make(
+        key: str, name: str, policy: BreakerPolicy, on_change: OnChange | None = None
+    ) -> Breaker:
+        return CircuitBreaker(name, policy, clock=clock, on_change=on_change)
+
+    return make
+
+
 class CircuitBreaker:
     def __init__(
         self,
         name: str,
         policy: BreakerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
-        on_change: Callable[[str, BreakerState], None] | None = None,
+        on_change: OnChange | None = None,
     ) -> None:
         self.name = name
         self.policy = policy or BreakerPolicy()
@@ -107,11 +177,28 @@ class CircuitBreaker:
             if self._on_change is not None:
                 self._on_change(self.name, state)
 
+    def view(self) -> BreakerView:
+        return BreakerView(
+            self.state, self._failures, self._timeouts, self.retry_after(), self.last_error
+        )
+
     def snapshot(self) -> dict[str, object]:
-        return {
-            "state": self.state.value,
-            "consecutive_failures": self._failures,
-            "consecutive_timeouts": self._timeouts,
-            "retry_after_s": round(self.retry_after(), 3),
-            "last_error": self.last_error,
-        }
+        return self.view().as_dict()
+
+    # -- the `Breaker` seam: the same, async --------------------------------------------------
+
+    async def admit(self) -> bool:
+        return self.allow()
+
+    async def succeeded(self) -> None:
+        self.record_success()
+
+    async def failed(self, *, timed_out: bool = False, error: str | None = None) -> BreakerState:
+        self.record_failure(timeout=timed_out, error=error)
+        return self.state
+
+    async def release(self) -> None:
+        self.release_probe()
+
+    async def inspect(self) -> BreakerView:
+        return self.view()

@@ -82,9 +82,9 @@ class ToolExecutor:
     ) -> TurnTools:
         return TurnTools(self, scope, events, policy or TurnPolicy())
 
-    def statuses(self, tenant_id: str) -> list[ToolStatus]:
+    async def statuses(self, tenant_id: str) -> list[ToolStatus]:
         """Every tool with its health as this tenant sees it."""
-        return tool_statuses(self.registry, self.guards, tenant_id)
+        return await tool_statuses(self.registry, self.guards, tenant_id)
 
     async def run_calls(
         self,

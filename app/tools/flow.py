@@ -4,6 +4,9 @@ Breakers and rate limits are kept per (tenant, tool) by default, so one tenant's
 or bursts cannot switch a tool off for the others; a tool declared `limits_scope: global`
 (one shared upstream with one quota) has a single breaker and limit for everybody. The
 concurrency limit protects this process's pools and stays per tool.
+
+Where breaker state lives is the factory's business: this process by default, Redis (shared
+by every process) when `HERMES_REDIS_URL` is set.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 
-from app.resilience.breaker import BreakerPolicy, CircuitBreaker
+from app.resilience.breaker import Breaker, BreakerFactory, BreakerPolicy, local_breakers
 from app.resilience.concurrency import Bulkheads
 from app.resilience.ratelimit import RateLimiter
 from app.tools.spec import ToolSpec
@@ -28,28 +31,23 @@ class ToolGuards:
         bulkheads: Bulkheads | None = None,
         policy: BreakerPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        breakers: BreakerFactory | None = None,
     ) -> None:
         self.limiter = limiter or RateLimiter()
         self.bulkheads = bulkheads or Bulkheads()
         self.policy = policy or BreakerPolicy()
         self.clock = clock
-        self._breakers: dict[str, CircuitBreaker] = {}
+        self._make_breaker = breakers or local_breakers(clock)
+        self._breakers: dict[str, Breaker] = {}
 
-    def breaker(self, spec: ToolSpec, tenant_id: str) -> CircuitBreaker:
+    def breaker(self, spec: ToolSpec, tenant_id: str) -> Breaker:
         key = _key(spec, tenant_id)
         breaker = self._breakers.get(key)
         if breaker is None:
-            breaker = self._breakers[key] = CircuitBreaker(spec.name, self.policy, clock=self.clock)
+            breaker = self._breakers[key] = self._make_breaker(
+                "tool:" + key.replace("\x1f", ":"), spec.name, self.policy
+            )
         return breaker
-
-    def breakers_for(self, tenant_id: str) -> dict[str, CircuitBreaker]:
-        """The breakers a tenant's calls go through, by tool name."""
-        mine = {}
-        for key, breaker in self._breakers.items():
-            tenant, _, tool = key.rpartition("\x1f")
-            if tenant in ("", tenant_id):
-                mine[tool] = breaker
-        return mine
 
     async def admit(self, spec: ToolSpec, tenant_id: str) -> bool:
         """Take a rate-limit slot, waiting briefly for one."""

@@ -43,35 +43,36 @@ async def run_guarded(
 ) -> ToolResult:
     spec = tool.spec
     breaker = guards.breaker(spec, ctx.tenant_id)
-    if not breaker.allow():
+    if not await breaker.admit():
+        retry_after = (await breaker.inspect()).retry_after_s
         return unavailable(
             spec,
             "circuit_open",
-            f"{spec.name} is switched off for {breaker.retry_after():.0f}s after repeated failures",
+            f"{spec.name} is switched off for {retry_after:.0f}s after repeated failures",
         )
     if not await guards.admit(spec, ctx.tenant_id):
-        breaker.release_probe()
+        await breaker.release()
         return unavailable(spec, "rate_limited", f"{spec.name} is at its rate limit")
     try:
         async with asyncio.timeout(spec.timeout_s), guards.slot(spec):
             data = await tool.run(ctx, args)
     except TimeoutError:
-        breaker.record_failure(timeout=True)
+        await breaker.failed(timed_out=True)
         return unavailable(
             spec, "timeout", f"{spec.name} did not answer within {spec.timeout_s:g}s"
         )
     except ToolHandlerError as exc:
         if exc.retryable:
-            breaker.record_failure(error=exc.code)
+            await breaker.failed(error=exc.code)
             return unavailable(spec, exc.code, exc.message)
-        breaker.record_success()  # a definite answer: the tool itself works
+        await breaker.succeeded()  # a definite answer: the tool itself works
         return ToolResult.fail(exc.code, exc.message)
     except asyncio.CancelledError:
-        breaker.release_probe()
+        await breaker.release()
         raise
     except Exception as exc:
         if caused_by_input(exc):
-            breaker.release_probe()  # says nothing about the tool's health
+            await breaker.release()  # says nothing about the tool's health
             log.info("tool %s refused its arguments: %s", spec.name, type(exc).__name__)
             return ToolResult.fail(
                 "invalid_arguments",
@@ -80,18 +81,18 @@ async def run_guarded(
                 "if the customer gave them, ask the customer to check them.",
             )
         log.exception("tool %s raised", spec.name)
-        breaker.record_failure(error=type(exc).__name__)
+        await breaker.failed(error=type(exc).__name__)
         return unavailable(spec, "tool_failed", f"{spec.name} failed unexpectedly")
     if spec.output_schema is not None:
         problems = output_problems(data, spec.output_schema)
         if problems:
-            breaker.record_failure(error="invalid_output")
+            await breaker.failed(error="invalid_output")
             return ToolResult.fail(
                 "invalid_output",
                 f"{spec.name} returned data that does not match its output schema",
                 hint="; ".join(problems[:5]),
             )
-    breaker.record_success()
+    await breaker.succeeded()
     return ToolResult.ok(data)
 
 

@@ -20,15 +20,15 @@ class ToolStatus:
     health: dict[str, Any]
 
 
-def tool_statuses(registry: ToolRegistry, guards: ToolGuards, tenant_id: str) -> list[ToolStatus]:
-    """Every registered tool, by name; health as the tenant sees it (breakers are per tenant)."""
-    breakers = guards.breakers_for(tenant_id)
+async def tool_statuses(
+    registry: ToolRegistry, guards: ToolGuards, tenant_id: str
+) -> list[ToolStatus]:
+    """Every registered tool, by name; health as the tenant sees it (breakers are per tenant,
+    and shared between processes when Redis is configured)."""
     statuses = []
     for tool in registry.all():
-        breaker = breakers.get(tool.spec.name)
-        health: dict[str, Any] = (
-            breaker.snapshot() if breaker is not None else {"state": "closed", "last_error": None}
-        )
+        view = await guards.breaker(tool.spec, tenant_id).inspect()
+        health: dict[str, Any] = view.as_dict()
         if tool.blocked_reason:
             health["blocked_reason"] = tool.blocked_reason
         statuses.append(ToolStatus(tool.spec, tool.offered, health))

@@ -118,7 +118,7 @@ async def test_a_model_that_does_not_answer_in_time_times_out_and_trips_its_brea
     text, route = await answer(model)
     assert text == "quick answer"
     assert route.trace()[0] == {"model": "openai/slow", "outcome": "llm_timeout", "tries": 2}
-    assert model.breaker_states() == {"openai/slow": "open"}
+    assert await model.breaker_states() == {"openai/slow": "open"}
     assert any("breaker opened" in r.getMessage() for r in caplog.records)
     _, route = await answer(model)
     assert route.trace()[0] == {"model": "openai/slow", "outcome": "skipped", "tries": 0}
@@ -137,7 +137,7 @@ async def test_a_request_the_provider_refuses_does_not_count_against_the_model(
     )
     for _ in range(3):
         await answer(model)
-    assert model.breaker_states() == {"openai/a": "closed"}  # 500, 400 (healthy), 500
+    assert await model.breaker_states() == {"openai/a": "closed"}  # 500, 400 (healthy), 500
 
 
 async def test_the_end_of_the_stream_names_the_configured_model(

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 
 import pytest
 
 from app.resilience.ratelimit import RateLimiter, per_second
+from app.resilience.redis_client import SharedRedis
+from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix
+
+__all__ = ["redis_prefix"]
 
 
 def test_fractional_rates() -> None:
@@ -36,3 +41,59 @@ async def test_two_instances_share_a_limit_through_redis() -> None:
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_with_a_shared_redis_the_limit_is_counted_once_for_all_processes(
+    redis_prefix: str,
+) -> None:
+    a, b = SharedRedis(REDIS_URL, redis_prefix), SharedRedis(REDIS_URL, redis_prefix)
+    first = RateLimiter.from_settings("memory://", explicit=False, shared=a)
+    second = RateLimiter.from_settings("memory://", explicit=False, shared=b)
+    try:
+        assert await first.try_acquire("tool:x", 2)
+        assert await second.try_acquire("tool:x", 2)
+        assert not await first.try_acquire("tool:x", 2)
+        assert not await second.try_acquire("tool:x", 2)
+        keys = [key.decode() async for key in a.client.scan_iter(match=f"{redis_prefix}*")]
+        assert keys and all(key.startswith(f"{redis_prefix}:ratelimit:") for key in keys)
+    finally:
+        for limiter, shared in ((first, a), (second, b)):
+            await limiter.aclose()
+            await shared.aclose()
+
+
+async def test_a_storage_given_explicitly_wins_over_the_shared_redis() -> None:
+    shared = SharedRedis(REDIS_URL, "unused")
+    limiter = RateLimiter.from_settings("memory://", explicit=True, shared=shared)
+    assert limiter._shared is None
+    assert RateLimiter.from_settings("memory://", explicit=False, shared=None)._shared is None
+    await shared.aclose()
+
+
+async def test_redis_cut_counts_in_memory_with_one_warning_then_shares_again(
+    redis_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="app.resilience.redis_client")
+    proxy = TcpProxy("127.0.0.1", int(REDIS_URL.rsplit(":", 1)[1].split("/")[0]))
+    a = SharedRedis(f"redis://127.0.0.1:{await proxy.start()}/0", redis_prefix, retry_s=0.0)
+    b = SharedRedis(REDIS_URL, redis_prefix)
+    on_a, on_b = RateLimiter(shared=a), RateLimiter(shared=b)
+    rate = 0.01  # one call per 100 s: no window moves on during the test
+    try:
+        assert await on_b.try_acquire("shared", rate)  # in Redis
+        await proxy.cut()
+        assert await on_a.try_acquire("shared", rate)  # A counts alone, in memory...
+        assert await on_a.try_acquire("mine", rate)
+        assert not await on_a.try_acquire("mine", rate)  # ...and still limits
+        assert not await on_a.acquire("mine", rate, max_wait_s=0.0)
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "HERMES_REDIS_URL" in warnings[0].getMessage()
+        await proxy.restore()
+        assert await on_a.try_acquire("mine", rate)  # in Redis again, where "mine" is free
+        assert not await on_a.try_acquire("shared", rate)  # and B's call counts again
+        assert not a.down
+    finally:
+        for limiter, shared in ((on_a, a), (on_b, b)):
+            await limiter.aclose()
+            await shared.aclose()
+        await proxy.close()

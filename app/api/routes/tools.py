@@ -41,6 +41,6 @@ async def list_tools(tools: ToolsDep, principal: PrincipalDep) -> ToolList:
                 offered=status.offered,
                 health=status.health,
             )
-            for status in tools.statuses(principal.tenant_id)
+            for status in await tools.statuses(principal.tenant_id)
         ]
     )

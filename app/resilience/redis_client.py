@@ -1,0 +1,156 @@
+"""The one Redis client of a Hermes process (`HERMES_REDIS_URL`), and what happens when Redis
+goes away.
+
+At start-up Redis must answer: a configured but unreachable Redis stops start-up with one line
+naming the variable. While running, a failed Redis call raises `RedisUnavailable` so the
+caller falls back to this process's own state (breakers, rate limits); the first failure of an
+outage logs one warning, later ones nothing. During an outage Redis is tried again at most
+every `retry_s`, and the first call it answers ends the outage (logged once too).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from app.errors import ConfigError, InternalError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SOURCE = "HERMES_REDIS_URL"
+
+
+class RedisUnavailable(InternalError):
+    """Redis did not answer (or is being left alone during an outage): use local state."""
+
+
+def _retry() -> Retry:
+    # One immediate retry on a fresh connection: a pooled connection may have been closed by
+    # a restart. More (redis-py's default backs off for seconds) would stall every call
+    # during an outage instead of falling back at once.
+    return Retry(NoBackoff(), 1)
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{rest}"
+
+
+def _unreachable(url: str, exc: RedisError) -> ConfigError:
+    reason = " ".join(str(exc).split()) or type(exc).__name__  # one line
+    return ConfigError(SOURCE, f"Redis at {_shown(url)} does not answer ({reason})")
+
+
+def check_reachable(url: str, timeout_s: float = 2.0) -> None:
+    """Ping Redis once, synchronously (before the server binds); `ConfigError` if it can't."""
+    client = redis.Redis.from_url(
+        url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=_retry()
+    )
+    try:
+        client.ping()
+    except RedisError as exc:
+        raise _unreachable(url, exc) from None
+    finally:
+        client.close()
+
+
+class SharedRedis:
+    """The process's Redis client, its key prefix, and its health during an outage."""
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "hermes",
+        *,
+        timeout_s: float = 1.0,
+        retry_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.client: redis.asyncio.Redis = redis.asyncio.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=_retry()
+        )
+        self._retry_s = retry_s
+        self._clock = clock
+        self._down = False
+        self._next_try = 0.0
+        self._scripts: dict[str, AsyncScript] = {}
+
+    def key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    def script(self, source: str) -> AsyncScript:
+        """`source` as a Lua script run by its SHA (loaded on first use, again after a flush)."""
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = self.client.register_script(source)
+        return script
+
+    @property
+    def down(self) -> bool:
+        """In an outage: the last call failed and none has succeeded since."""
+        return self._down
+
+    async def ping(self) -> None:
+        """At start-up: `ConfigError` naming HERMES_REDIS_URL if Redis does not answer."""
+        try:
+            await self.client.ping()
+        except RedisError as exc:
+            raise _unreachable(self.url, exc) from None
+
+    async def run(self, op: Callable[[redis.asyncio.Redis], Awaitable[T]]) -> T:
+        """`op` on the client; `RedisUnavailable` if Redis fails it or is in an outage."""
+        if self._down and self._clock() < self._next_try:
+            raise RedisUnavailable("Redis is unavailable")
+        try:
+            result = await op(self.client)
+        except RedisError as exc:
+            self._failed(exc)
+            raise RedisUnavailable("Redis is unavailable") from exc
+        if self._down:
+            self._down = False
+            log.warning("Redis answers again: breakers and rate limits are shared again")
+        return result
+
+    def _failed(self, exc: RedisError) -> None:
+        self._next_try = self._clock() + self._retry_s
+        if not self._down:
+            self._down = True
+            log.warning(
+                "Redis (%s) failed: %s: %s; breakers and rate limits use this process's own "
+                "state until it answers again",
+                SOURCE,
+                type(exc).__name__,
+                exc,
+            )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+async def open_shared_redis(url: str | None, prefix: str) -> SharedRedis | None:
+    """The shared client if `url` is set, after Redis answered; else None."""
+    if url is None:
+        return None
+    shared = SharedRedis(url, prefix)
+    try:
+        await shared.ping()
+    except BaseException:
+        await shared.aclose()
+        raise
+    return shared

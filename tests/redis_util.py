@@ -1,0 +1,103 @@
+"""Redis for tests: a key prefix of its own per test (deleted afterwards), and a TCP proxy that
+can cut Redis off and bring it back while the service runs.
+
+Tests skip when Redis is unreachable, except in CI (`CI=true`), where they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A unique prefix `hermes-test-<hex>`; every key `<prefix>*` is deleted afterwards."""
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        await client.ping()
+    except (redis.RedisError, OSError) as exc:
+        await client.aclose()
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"Redis is not reachable at {REDIS_URL}: {exc}")
+    prefix = f"hermes-test-{secrets.token_hex(6)}"
+    try:
+        yield prefix
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=500)]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to host:port. `cut()` closes every open connection and
+    refuses new ones (accepted and closed at once) until `restore()`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self._server: asyncio.Server | None = None
+        self._cut = False
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def cut(self) -> None:
+        self._cut = True
+        for writer in list(self._writers):
+            writer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._writers.clear()
+
+    async def restore(self) -> None:
+        self._cut = False
+
+    async def close(self) -> None:
+        await self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._cut:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+        for source, sink in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.create_task(self._pipe(source, sink))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                sink.close()
+            self._writers.discard(sink)
