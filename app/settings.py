@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     db_busy_timeout_ms: int = Field(5000, ge=0)
     db_read_connections: int = Field(2, ge=1, le=32)
     migrations_dir: Path = PROJECT_ROOT / "migrations"
+    # Redis shares live state between Hermes processes (event fan-out, limits, breakers);
+    # None: one process, everything in memory. Every key and channel starts with the prefix.
+    redis_url: str | None = None
+    redis_prefix: str = "hermes"
 
     # -- model ----------------------------------------------------------------------------------
     model: str = "hermes/local"
