@@ -1,4 +1,4 @@
-"""The `hermes` command: `hermes serve`, and the NLU tools."""
+"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, and the NLU tools."""
 
 from __future__ import annotations
 
@@ -45,6 +45,39 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate_sqlite_to_postgres(args: argparse.Namespace) -> int:
+    """Copy a SQLite database into an empty PostgreSQL one; one line per table, verified."""
+    import psycopg
+
+    from app.errors import StorageError
+    from app.storage.postgres.copy import CopyRefused, copy_database
+
+    try:
+        target = psycopg.connect(args.target, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"hermes: cannot connect to --to: {reason}", file=sys.stderr)
+        return 2
+    with target:
+        try:
+            checks = copy_database(args.source, target)
+        except CopyRefused as exc:
+            print(f"hermes: {exc}", file=sys.stderr)
+            return 2
+        except StorageError as exc:
+            print(f"hermes: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 1
+    for check in checks:
+        print(check.line())
+    bad = [c.table for c in checks if not c.ok]
+    if bad:
+        print(f"hermes: copy does not match the source in {', '.join(bad)}", file=sys.stderr)
+        return 1
+    rows = sum(c.sqlite_rows for c in checks)
+    print(f"copied {len(checks)} tables, {rows} rows: every count and checksum matches")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hermes", description="Hermes Agent")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -53,6 +86,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--db", type=Path, help="SQLite database file (HERMES_DB_PATH)")
     serve.set_defaults(func=_serve)
+    copy = sub.add_parser(
+        "migrate-sqlite-to-postgres",
+        help="copy a SQLite database into an empty PostgreSQL database, verified per table",
+    )
+    copy.add_argument(
+        "--from", dest="source", type=Path, required=True, help="the SQLite database file"
+    )
+    copy.add_argument(
+        "--to", dest="target", required=True, help="postgresql://user:password@host:port/db"
+    )
+    copy.set_defaults(func=_migrate_sqlite_to_postgres)
 
     from app.demo.cli import add_demo_data_command
     from app.nlu.cli import register as register_nlu

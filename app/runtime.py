@@ -44,7 +44,8 @@ from app.resilience.ratelimit import RateLimiter
 from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
-from app.storage.sqlite import Database
+from app.storage.engine import check_database, open_database
+from app.storage.port import Database
 from app.storage.tool_calls import ToolCallStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ExecutorConfig, ToolExecutor
@@ -226,6 +227,7 @@ def load_nlu(settings: Settings) -> NLUPipeline:
 
 def preflight(settings: Settings) -> None:
     """Checks that must stop start-up with a clear message before the server binds."""
+    check_database(settings)
     primary, fallbacks = model_configs(settings)
     check_models(primary, fallbacks, settings.model_api)
     load_tools(settings.tools_file, resolve=resolve_python)
@@ -251,14 +253,7 @@ async def open_runtime(
     settings: Settings, *, model: ChatModel | None = None
 ) -> AsyncIterator[Runtime]:
     async with contextlib.AsyncExitStack() as stack:
-        db = Database(
-            settings.db_path,
-            migrations_dir=settings.migrations_dir,
-            synchronous=settings.db_synchronous,
-            busy_timeout_ms=settings.db_busy_timeout_ms,
-            read_connections=settings.db_read_connections,
-        )
-        await db.open()
+        db = await open_database(settings)
         stack.push_async_callback(db.close)
         stack.callback(metrics.watch_database(db))
         if db.applied_migrations:

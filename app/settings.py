@@ -42,7 +42,12 @@ class Settings(BaseSettings):
     db_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     db_busy_timeout_ms: int = Field(5000, ge=0)
     db_read_connections: int = Field(2, ge=1, le=32)
-    migrations_dir: Path = PROJECT_ROOT / "migrations"
+    migrations_dir: Path = PROJECT_ROOT / "migrations"  # PostgreSQL's in its postgres/ folder
+    # postgresql://user:password@host:port/db selects PostgreSQL (several processes share it);
+    # unset, Hermes stores everything in the SQLite file at db_path.
+    database_url: SecretStr | None = None
+    db_pool_size: int = Field(4, ge=1, le=64)  # PostgreSQL read connections per process
+    db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
     # Redis shares live state between Hermes processes (event fan-out, limits, breakers);
     # None: one process, everything in memory. Every key and channel starts with the prefix.
     redis_url: str | None = None
@@ -173,6 +178,20 @@ class Settings(BaseSettings):
                 "set HERMES_MODEL to provider/model, e.g. hermes/local or openai/gpt-4o-mini"
             )
         return value.strip()
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        if not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql://user@host:port/database URL")
+        return value
+
+    @property
+    def postgres_url(self) -> str | None:
+        """The PostgreSQL URL when PostgreSQL is the store, else None (SQLite)."""
+        return None if self.database_url is None else self.database_url.get_secret_value()
 
     @field_validator("api_keys")
     @classmethod

@@ -55,9 +55,16 @@ class Hermes:
         return f"{settings} ({lite} in the Hermes process)"
 
 
-async def start_hermes(tmp: Path, api_base: str, extra: dict[str, str], **settings: str) -> Hermes:
-    """`hermes serve` on 127.0.0.1 with SQLite in `tmp`, the fake model at `api_base`; `extra`
-    (from --env) wins over the bench's own settings."""
+async def start_hermes(
+    tmp: Path,
+    api_base: str,
+    extra: dict[str, str],
+    serve_args: tuple[str, ...] = (),
+    **settings: str,
+) -> Hermes:
+    """`hermes serve` on 127.0.0.1 with SQLite in `tmp` (unless the settings name a
+    HERMES_DATABASE_URL), the fake model at `api_base`; `extra` (from --env) wins over the
+    bench's own settings; `serve_args` go to `hermes serve` (e.g. `--workers 2`)."""
     port = free_port()
     env = {
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -69,7 +76,9 @@ async def start_hermes(tmp: Path, api_base: str, extra: dict[str, str], **settin
         **settings,
         **extra,
     }
-    args = python("-m", "app.cli", "serve", "--port", str(port), "--db", str(tmp / "hermes.db"))
+    args = python(
+        "-m", "app.cli", "serve", "--port", str(port), "--db", str(tmp / "hermes.db"), *serve_args
+    )
     proc = spawn(args, env, log=tmp / "hermes.log")
     url = f"http://127.0.0.1:{port}"
     try:

@@ -112,6 +112,33 @@ def cpu_seconds(pid: int, tid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def children(pid: int) -> list[int]:
+    """The process's live child processes (e.g. uvicorn's workers)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its live children (a child that ended is not counted)."""
+    total = 0.0
+    for one in (pid, *children(pid)):
+        try:
+            total += cpu_seconds(one)
+        except FileNotFoundError:
+            continue
+    return total
+
+
 def memory_mb(pid: int) -> tuple[float, float]:
     """(current RSS, peak RSS) in MiB."""
     values: dict[str, float] = {}
@@ -131,9 +158,11 @@ def litellm_loaded(pid: int) -> bool:
 
 @dataclass
 class CpuMeter:
-    """CPU cores a process (and its main thread) used between `start()` and `stop()`."""
+    """CPU cores a process (and its main thread) used between `start()` and `stop()`;
+    `children=True` adds its child processes (worker processes started before `start()`)."""
 
     pid: int
+    children: bool = False
     _wall: float = 0.0
     _cpu: float = 0.0
     _main: float = 0.0
@@ -142,9 +171,12 @@ class CpuMeter:
 
     def start(self) -> None:
         self._wall = time.monotonic()
-        self._cpu, self._main = cpu_seconds(self.pid), cpu_seconds(self.pid, self.pid)
+        self._cpu, self._main = self._total(), cpu_seconds(self.pid, self.pid)
 
     def stop(self) -> None:
         wall = time.monotonic() - self._wall
-        self.cores = (cpu_seconds(self.pid) - self._cpu) / wall
+        self.cores = (self._total() - self._cpu) / wall
         self.main_thread_cores = (cpu_seconds(self.pid, self.pid) - self._main) / wall
+
+    def _total(self) -> float:
+        return tree_cpu_seconds(self.pid) if self.children else cpu_seconds(self.pid)

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.memory.records import Draft, Scope
 from app.memory.service import MemoryService
-from app.storage.sqlite import Database
+from app.storage.port import Database
+from app.storage.sqlite import SqliteDatabase
 from app.storage.tx import Tx
 
 MIGRATIONS = [
@@ -169,7 +170,7 @@ async def main(users: int, per_user: int, recalls: int) -> None:
     (workdir / "migrations").mkdir()
     for migration in MIGRATIONS:
         shutil.copy(migration, workdir / "migrations" / migration.name)
-    db = Database(workdir / "memory.db", migrations_dir=workdir / "migrations")
+    db = SqliteDatabase(workdir / "memory.db", migrations_dir=workdir / "migrations")
     await db.open()
     try:
         await run(db, rng, users, per_user, recalls)

@@ -278,7 +278,7 @@ def main() -> None:
         help="the model is an in-process script (no HTTP, no LiteLLM): Hermes' own work only",
     )
     args = parser.parse_args()
-    from app.storage.sqlite import Database
+    from app.storage.port import Database
 
     _open_connections_for_the_bench(count=not hasattr(Database, "counts"))
     asyncio.run(run(args))

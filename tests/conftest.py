@@ -1,4 +1,9 @@
-"""Shared fixtures: a real fake-LLM server, settings on a temp SQLite file, a live service."""
+"""Shared fixtures: a real fake-LLM server, settings on a temp database, a live service.
+
+The database is SQLite unless a test directory's conftest parametrises `backend` (the storage
+and API suites run on both SQLite and PostgreSQL): then `make_settings` and `open_db` give a
+fresh PostgreSQL database per test for the "postgres" run.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import pytest
 from app.llm.testing import FakeLLMServer
 from app.settings import Settings
 from app.testing import LiveService, serve
+from tests.postgres import pg_url  # noqa: F401  # a fixture: a fresh PostgreSQL database
 
 for _name in list(os.environ):
     if _name.startswith("HERMES_"):
@@ -58,9 +64,54 @@ def copy_demo(template: Path, target: Path) -> Path:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, fake_llm: FakeLLMServer, demo_template: Path) -> Any:
+def backend() -> str:
+    """The storage engine a test runs on; tests/api and tests/storage run on both."""
+    return "sqlite"
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """A fresh PostgreSQL database's URL on the "postgres" backend, None on SQLite."""
+    if backend == "sqlite":
+        return None
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+@pytest.fixture
+async def open_db(database_url: str | None, tmp_path: Path) -> AsyncIterator[Any]:
+    """`await open_db(name)`: an open, migrated database of the test's backend."""
+    from app.settings import PROJECT_ROOT
+    from app.storage.port import Database
+    from app.storage.postgres.database import PostgresDatabase
+    from app.storage.sqlite import SqliteDatabase
+
+    opened: list[Database] = []
+
+    async def open_one(name: str = "t.db", **sqlite_options: Any) -> Database:
+        db: Database
+        if database_url is None:
+            db = SqliteDatabase(
+                tmp_path / name, migrations_dir=PROJECT_ROOT / "migrations", **sqlite_options
+            )
+        else:
+            db = PostgresDatabase(database_url, migrations_dir=PROJECT_ROOT / "migrations/postgres")
+        await db.open()
+        opened.append(db)
+        return db
+
+    yield open_one
+    for db in reversed(opened):
+        await db.close()
+
+
+@pytest.fixture
+def make_settings(
+    tmp_path: Path, fake_llm: FakeLLMServer, demo_template: Path, database_url: str | None
+) -> Any:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
+            "database_url": database_url,
             "db_path": tmp_path / "hermes.db",
             "demo_db_path": copy_demo(demo_template, tmp_path / "demo.db"),
             "model": "openai/test-model",

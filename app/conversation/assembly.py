@@ -22,10 +22,10 @@ from app.memory.port import TurnMemory
 from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
+from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
-from app.storage.sqlite import Database
 from app.storage.steps import StepStore
 from app.storage.turns import TurnStore
 from app.tools.registry import ToolRegistry

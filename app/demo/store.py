@@ -31,7 +31,7 @@ from app.demo.records import (
     TrackingEvent,
 )
 from app.demo.world import CST, iso
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 
 
 def _stamp(epoch: float) -> str:
@@ -54,7 +54,7 @@ class DemoStore:
     ) -> None:
         self.path = Path(path)
         self.tenants = frozenset(tenants)
-        self.db = Database(self.path, read_connections=read_connections)
+        self.db = SqliteDatabase(self.path, read_connections=read_connections)
         # A `sending` outbox row younger than this belongs to a live attempt.
         self.email_stale_after_s = 120.0
         self._deliveries: set[asyncio.Task[Email]] = set()

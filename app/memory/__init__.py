@@ -14,7 +14,7 @@ from app.memory.service import MemoryService
 from app.memory.sweep import Retention
 from app.memory.sweeper import MemorySweeper
 from app.settings import Settings
-from app.storage.sqlite import Database
+from app.storage.port import Database
 
 __all__ = [
     "AfterTurn",

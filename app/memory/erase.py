@@ -61,12 +61,14 @@ def merge_step(tx: Tx, pages: int, *, start: bool) -> int:
     """One bounded step of merging the FTS index. `start` begins a full merge (every segment
     into one, so deleted postings leave the file); later steps continue it. Returns the
     number of changes: fewer than 2 means there was nothing left to merge."""
-    before = tx.conn.total_changes
+    if tx.dialect == "postgres":  # the trigram index is PostgreSQL's own (autovacuum)
+        return 0
+    before = tx.conn.total_changes  # type: ignore[attr-defined]  # sqlite3's writer
     tx.execute(
         "INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)",
         (-pages if start else pages,),
     )
-    return tx.conn.total_changes - before
+    return int(tx.conn.total_changes - before)  # type: ignore[attr-defined]
 
 
 def matching(tx: Tx, scope: Scope, *, key: str | None, query: str | None) -> list[MemoryItem]:
@@ -99,18 +101,24 @@ def last_referenced(tx: Tx, scope: Scope, session_id: str) -> list[MemoryItem]:
 # -- the sweeper's batches --------------------------------------------------------------------
 
 
+def _listed(tx: Tx) -> str:
+    """A subquery over the primary keys in a JSON array parameter."""
+    if tx.dialect == "postgres":
+        return "SELECT value::bigint FROM json_array_elements_text(?::json)"
+    return "SELECT value FROM json_each(?)"
+
+
 def _retire(tx: Tx, pks: list[int], status: str, reason: str, now: float) -> None:
     """Set `status` on a batch of rows with one history row each, in two statements."""
     batch = json.dumps(pks)
     tx.execute(
         "INSERT INTO memory_history (memory_pk, tenant_id, user_id, action, old_status,"
         " new_status, actor, reason, at) SELECT pk, tenant_id, user_id, ?, status, ?,"
-        " 'sweeper', ?, ? FROM memories WHERE pk IN (SELECT value FROM json_each(?))",
+        f" 'sweeper', ?, ? FROM memories WHERE pk IN ({_listed(tx)})",
         (status, status, reason, now, batch),
     )
     tx.execute(
-        "UPDATE memories SET status = ?, updated_at = ? WHERE pk IN"
-        " (SELECT value FROM json_each(?))",
+        f"UPDATE memories SET status = ?, updated_at = ? WHERE pk IN ({_listed(tx)})",
         (status, now, batch),
     )
 
@@ -168,8 +176,7 @@ def purge_due(
     )
     batch = json.dumps(pks)
     rows = tx.execute(
-        "SELECT id, tenant_id, user_id, key FROM memories WHERE pk IN"
-        " (SELECT value FROM json_each(?))",
+        f"SELECT id, tenant_id, user_id, key FROM memories WHERE pk IN ({_listed(tx)})",
         (batch,),
     ).fetchall()
     tx.conn.executemany(
@@ -177,5 +184,5 @@ def purge_due(
         " reason, at) VALUES (?, ?, ?, ?, 'purged', 'sweeper', 'retention', ?)",
         [(t, u, i, key_hash(Scope(t, u), k), now) for i, t, u, k in rows],
     )
-    tx.execute("DELETE FROM memories WHERE pk IN (SELECT value FROM json_each(?))", (batch,))
+    tx.execute(f"DELETE FROM memories WHERE pk IN ({_listed(tx)})", (batch,))
     return [Erased(i, t, u) for i, t, u, _ in rows]

@@ -13,7 +13,7 @@ from typing import Any
 from app.memory.lexicon import QueryTerms, fts_query
 from app.memory.records import HistoryEntry, MemoryItem, Scope
 from app.memory.store import COLUMNS, SEQ_BITS
-from app.storage.sqlite import Database
+from app.storage.port import Database
 
 _OWNED = "tenant_id = ? AND user_id = ?"
 _CANDIDATES = 64
@@ -95,13 +95,27 @@ class MemoryQueries:
         owned = [scope.tenant_id, scope.user_id]
         kinds = list(kinds)
         keys, entities = list(keys), list(entities)
-        # The user's rows are the primary-key range [lo, hi); "+column" keeps the planner on
-        # that range (and on the index's rowids) instead of an index over every user's rows.
-        # Each source gives at most 64 candidates, newest first.
-        mine = "+tenant_id = ? AND +user_id = ? AND +status = 'active'"
+        # The user's rows are the primary-key range [lo, hi); on SQLite "+column" keeps the
+        # planner on that range (and on the index's rowids) instead of an index over every
+        # user's rows. Each source gives at most 64 candidates, newest first.
+        postgres = self.db.dialect == "postgres"
+        mine = (
+            "tenant_id = ? AND user_id = ? AND status = 'active'"
+            if postgres
+            else "+tenant_id = ? AND +user_id = ? AND +status = 'active'"
+        )
         parts: list[str] = []
         params: list[Any] = []
-        if terms.fts:
+        if terms.fts and postgres:
+            # pg_trgm's GIN index serves ILIKE '%term%': the same case-insensitive substring
+            # match as FTS5's trigram MATCH, Chinese included.
+            matches = " OR ".join("search_text ILIKE ? ESCAPE '\\'" for _ in terms.fts)
+            parts.append(
+                f"SELECT * FROM (SELECT {COLUMNS} FROM memories WHERE pk >= ? AND pk < ?"
+                f" AND {mine} AND ({matches}) ORDER BY pk DESC LIMIT {_CANDIDATES}) AS fts"
+            )
+            params += [lo, hi, *owned, *(f"%{_escape_like(t)}%" for t in terms.fts)]
+        elif terms.fts:
             parts.append(
                 f"SELECT {COLUMNS} FROM memories WHERE pk IN (SELECT rowid FROM memory_fts"
                 " WHERE memory_fts MATCH ? AND rowid >= ? AND rowid < ?"
@@ -117,6 +131,7 @@ class MemoryQueries:
             parts.append(
                 f"SELECT * FROM (SELECT {COLUMNS} FROM memories WHERE pk >= ? AND pk < ?"
                 f" AND {mine} AND ({' OR '.join(ors)}) ORDER BY pk DESC LIMIT {_CANDIDATES})"
+                " AS known"
             )
             params += [lo, hi, *owned, *keys, *entities, *kinds, *likes]
         if not parts:

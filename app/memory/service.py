@@ -35,7 +35,7 @@ from app.memory.records import (
 )
 from app.memory.scoring import ScoringConfig
 from app.memory.sweep import Retention, compact_index, sweep
-from app.storage.sqlite import Database
+from app.storage.port import Database
 from app.storage.tx import Store, Tx
 
 log = logging.getLogger(__name__)

@@ -92,7 +92,7 @@ def _origin(draft: Draft) -> Origin:
 def _allocate_pk(tx: Tx, scope: Scope) -> int:
     row = tx.one(
         "INSERT INTO memory_owners (tenant_id, user_id) VALUES (?, ?)"
-        " ON CONFLICT (tenant_id, user_id) DO UPDATE SET next_seq = next_seq + 1"
+        " ON CONFLICT (tenant_id, user_id) DO UPDATE SET next_seq = memory_owners.next_seq + 1"
         " RETURNING id, next_seq",
         (scope.tenant_id, scope.user_id),
     )
@@ -157,7 +157,7 @@ def _set_value(
         " confidence = ?, status = 'active', source = ?, origin = ?, source_session_id = ?,"
         " valid_until = ?, decay_at = ?, updated_at = ?, last_confirmed_at = ?,"
         " last_ref_session_id = coalesce(?, last_ref_session_id),"
-        " last_ref_at = CASE WHEN ? IS NULL THEN last_ref_at ELSE ? END,"
+        " last_ref_at = CASE WHEN CAST(? AS TEXT) IS NULL THEN last_ref_at ELSE ? END,"
         " embedding = coalesce(?, embedding), embedding_model = coalesce(?, embedding_model)"
         " WHERE pk = ?",
         (
@@ -353,7 +353,7 @@ def touch(tx: Tx, scope: Scope, pks: Iterable[int], session_id: str | None, now:
         tx.execute(
             "UPDATE memories SET last_accessed_at = ?,"
             " last_ref_session_id = coalesce(?, last_ref_session_id),"
-            " last_ref_at = CASE WHEN ? IS NULL THEN last_ref_at ELSE ? END"
+            " last_ref_at = CASE WHEN CAST(? AS TEXT) IS NULL THEN last_ref_at ELSE ? END"
             f" WHERE pk = ? AND {_OWNED}",
             (now, session_id, session_id, now, pk, scope.tenant_id, scope.user_id),
         )

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from app.storage.sqlite import Database, DbCounts
+from app.storage.port import Database, DbCounts
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

@@ -56,10 +56,10 @@ def insert_message(
     metadata: dict[str, Any] | None = None,
 ) -> Message:
     message_id = new_id("msg")
-    cur = tx.execute(
+    inserted = tx.one(
         "INSERT INTO messages (id, session_id, tenant_id, turn_id, turn_number, role, content,"
         " tool_calls, tool_call_id, name, token_estimate, metadata, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk",
         (
             message_id,
             session_id,
@@ -77,7 +77,7 @@ def insert_message(
         ),
     )
     return Message(
-        pk=int(cur.lastrowid or 0),
+        pk=int(inserted[0]) if inserted is not None else 0,
         id=message_id,
         session_id=session_id,
         tenant_id=tenant_id,
@@ -127,7 +127,7 @@ class MessageStore(Store):
         rows = await self.db.fetchall(
             f"SELECT {_COLUMNS} FROM (SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
             " AND turn_number > ? AND turn_number <= ? ORDER BY turn_number DESC, pk DESC"
-            " LIMIT ?) ORDER BY turn_number, pk",
+            " LIMIT ?) AS recent ORDER BY turn_number, pk",
             (session_id, after_turn, through_turn, limit),
         )
         return [Message.from_row(r) for r in rows]

@@ -52,7 +52,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 
 def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:
     row = tx.one(
-        f"SELECT {_COLUMNS} FROM sessions WHERE id = ? AND tenant_id = ?",
+        f"SELECT {_COLUMNS} FROM sessions WHERE id = ? AND tenant_id = ?{tx.for_update}",
         (session_id, tenant_id),
     )
     return None if row is None else Session.from_row(row)

@@ -127,8 +127,8 @@ _UPSERT = (
     " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (turn_id, key) DO UPDATE SET status = excluded.status, finished_at = NULL,"
     " error = NULL, deadline_at = excluded.deadline_at,"
-    " attempts = attempts + excluded.attempts,"
-    " started_at = COALESCE(excluded.started_at, started_at)"
+    " attempts = steps.attempts + excluded.attempts,"
+    " started_at = COALESCE(excluded.started_at, steps.started_at)"
     " RETURNING *"
 )
 

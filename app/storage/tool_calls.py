@@ -25,7 +25,7 @@ class ToolCallStore(Store):
                 "INSERT INTO tool_calls (idempotency_key, tenant_id, session_id, turn_id, call_id,"
                 " tool, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)"
                 " ON CONFLICT (idempotency_key) DO UPDATE SET created_at = excluded.created_at"
-                " WHERE status = 'running'",
+                " WHERE tool_calls.status = 'running'",
                 (key, tenant_id, session_id, turn_id, call_id, tool, tx.now),
             )
 

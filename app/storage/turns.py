@@ -30,10 +30,11 @@ class Accepted:
 
 def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
     """Store what the NLU made of the user's message on it, and announce it."""
-    tx.execute(
-        "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?",
-        (dumps(data), turn.user_message_id),
-    )
+    if tx.dialect == "postgres":
+        sql = "UPDATE messages SET metadata = jsonb_set(metadata, '{nlu}', ?::jsonb) WHERE id = ?"
+    else:
+        sql = "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?"
+    tx.execute(sql, (dumps(data), turn.user_message_id))
     tx.emit(
         turn.session_id,
         turn.tenant_id,

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.errors import DatabaseClosed
 from app.events import EventType
+from app.storage.port import Connection, Cursor, Database, Dialect, dialect_of, note_event
 from app.storage.records import Event, dumps
-from app.storage.sqlite import Database, note_event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -25,17 +24,24 @@ Publisher = Callable[[list[Event]], None]
 
 
 class Tx:
-    def __init__(self, conn: sqlite3.Connection, now: float | None = None) -> None:
+    def __init__(self, conn: Connection, now: float | None = None) -> None:
         self.conn = conn
         self.now = time.time() if now is None else now
         self.events: list[Event] = []
+        self.dialect: Dialect = dialect_of(conn)
 
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+    @property
+    def for_update(self) -> str:
+        """Appended to a SELECT of the row a transaction is about to change: on PostgreSQL it
+        locks the row, so writers in other processes queue behind this one (SQLite's
+        `BEGIN IMMEDIATE` already admits one writer at a time)."""
+        return " FOR UPDATE" if self.dialect == "postgres" else ""
+
+    def execute(self, sql: str, params: Any = ()) -> Cursor:
         return self.conn.execute(sql, params)
 
-    def one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self.conn.execute(sql, params).fetchone()
-        return row
+    def one(self, sql: str, params: Any = ()) -> Any | None:
+        return self.conn.execute(sql, params).fetchone()
 
     def emit(
         self,
@@ -92,10 +98,10 @@ class Store:
     def _job(
         self, fn: Callable[[Tx], T]
     ) -> tuple[
-        Callable[[sqlite3.Connection], tuple[T, list[Event]]],
+        Callable[[Connection], tuple[T, list[Event]]],
         Callable[[tuple[T, list[Event]]], None],
     ]:
-        def job(conn: sqlite3.Connection) -> tuple[T, list[Event]]:
+        def job(conn: Connection) -> tuple[T, list[Event]]:
             tx = Tx(conn)
             return fn(tx), tx.events
 

@@ -31,9 +31,12 @@ class Outcome:
 
 
 class ApprovalBroker:
-    def __init__(self, store: ApprovalStore, timeout_s: float) -> None:
+    def __init__(self, store: ApprovalStore, timeout_s: float, recheck_s: float = 1.0) -> None:
         self.store = store
         self.timeout_s = timeout_s
+        # A decision taken through another process reaches this one through the database:
+        # a waiting approval is read again this often (a decision here wakes it at once).
+        self.recheck_s = recheck_s
         self._waiting: dict[str, asyncio.Future[Approval]] = {}
 
     async def request(
@@ -70,13 +73,28 @@ class ApprovalBroker:
         try:
             if on_created is not None:
                 await on_created(approval)
-            decided = await asyncio.wait_for(asyncio.shield(waiter), self.timeout_s)
+            decided = await self._wait(approval, waiter)
         except TimeoutError:
             decided = await self._expire(scope, approval)
         finally:
             self._waiting.pop(approval.id, None)
         decision: Decision = decided.status  # type: ignore[assignment]
         return Outcome(decided, decision, decided.decision_reason)
+
+    async def _wait(self, approval: Approval, waiter: asyncio.Future[Approval]) -> Approval:
+        """The decision: from this process at once, or read back from the database (another
+        process decided); TimeoutError when none came in time."""
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise TimeoutError
+            try:
+                return await asyncio.wait_for(asyncio.shield(waiter), min(left, self.recheck_s))
+            except TimeoutError:
+                stored = await self.store.get(approval.id)
+                if stored is not None and stored.status != "pending":
+                    return stored
 
     async def _expire(self, scope: TurnScope, approval: Approval) -> Approval:
         try:

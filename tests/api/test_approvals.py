@@ -57,9 +57,14 @@ def _rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         conn.close()
 
 
-def _audit(svc: LiveService, action: str) -> list[tuple[Any, ...]]:
-    return _rows(
-        svc.runtime.settings.db_path,
+async def _stored(svc: LiveService, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of Hermes's own database, whichever engine it is."""
+    return [tuple(r) for r in await svc.runtime.db.fetchall(sql, params)]
+
+
+async def _audit(svc: LiveService, action: str) -> list[tuple[Any, ...]]:
+    return await _stored(
+        svc,
         "SELECT tenant_id, actor, role, target_id, session_id, details FROM audit_log"
         " WHERE action = ? ORDER BY id",
         action,
@@ -103,14 +108,14 @@ async def test_the_operator_sees_the_real_recipient_and_body_the_agent_does_not(
     assert "bank card" in body_summary["note"] and "phone" in body_summary["note"]
     listed = (await svc.client.get(f"/v1/sessions/{session_id}/approvals")).json()["items"]
     assert "arguments_full" not in listed[0]
-    assert _audit(svc, "approval.read_full") == []  # nothing unmasked was shown yet
+    assert (await _audit(svc, "approval.read_full")) == []  # nothing unmasked was shown yet
 
     as_operator = await svc.client.get(url, headers=AS_OPERATOR)
     assert as_operator.status_code == 200
     full = as_operator.json()["arguments_full"]
     assert full == arguments
     assert as_operator.json()["arguments"]["to"] == "l***@example.com"
-    [read] = _audit(svc, "approval.read_full")
+    [read] = await _audit(svc, "approval.read_full")
     tenant, actor, role, target, audited_session, details = read
     assert (tenant, role, target, audited_session) == ("acme", "operator", approval_id, session_id)
     assert json.loads(details)["tool"] == "send_email"
@@ -119,14 +124,14 @@ async def test_the_operator_sees_the_real_recipient_and_body_the_agent_does_not(
         await svc.client.get(f"/v1/sessions/{session_id}/approvals", headers=AS_OPERATOR)
     ).json()["items"]
     assert listed[0]["arguments_full"] == arguments
-    assert len(_audit(svc, "approval.read_full")) == 2  # every read that shows it
+    assert len(await _audit(svc, "approval.read_full")) == 2  # every read that shows it
 
     decided = await svc.client.post(url, json={"decision": "approve"}, headers=AS_OPERATOR)
     assert decided.status_code == 200
     assert decided.json()["decided_by"] == actor  # the audit names the same person
     assert decided.json()["arguments_full"] == arguments
-    assert len(_audit(svc, "approval.read_full")) == 3
-    [decision] = _audit(svc, "approval.decided")
+    assert len(await _audit(svc, "approval.read_full")) == 3
+    [decision] = await _audit(svc, "approval.decided")
     assert decision[:5] == ("acme", actor, "operator", approval_id, session_id)
     assert json.loads(decision[5])["decision"] == "approved"
     rest = [e async for e in iterator]
@@ -136,9 +141,7 @@ async def test_the_operator_sees_the_real_recipient_and_body_the_agent_does_not(
     assert message["To"] == ATTACKER
     assert CARD in message.get_content() and PHONE in message.get_content()
     # Nothing unmasked went into the stored events.
-    events_text = " ".join(
-        r[0] for r in _rows(svc.runtime.settings.db_path, "SELECT data FROM events")
-    )
+    events_text = " ".join(r[0] for r in await _stored(svc, "SELECT data FROM events"))
     assert CARD not in events_text and ATTACKER not in events_text
 
 

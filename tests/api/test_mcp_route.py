@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -77,16 +76,13 @@ async def poison_echo(manager: McpManager) -> None:
     )
 
 
-def decisions(svc: LiveService, tool: str = "echo") -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(svc.runtime.settings.db_path)
-    try:
-        return conn.execute(
-            "SELECT decision, decided_by, tenant_id, fingerprint, decided_at"
-            " FROM mcp_tool_decisions WHERE server = 'scripted' AND tool = ? ORDER BY seq",
-            (tool,),
-        ).fetchall()
-    finally:
-        conn.close()
+async def decisions(svc: LiveService, tool: str = "echo") -> list[tuple[Any, ...]]:
+    rows = await svc.runtime.db.fetchall(
+        "SELECT decision, decided_by, tenant_id, fingerprint, decided_at"
+        " FROM mcp_tool_decisions WHERE server = 'scripted' AND tool = ? ORDER BY seq",
+        (tool,),
+    )
+    return [tuple(r) for r in rows]
 
 
 async def test_operators_of_any_tenant_see_status_only(svc: LiveService) -> None:
@@ -139,7 +135,7 @@ async def test_admins_see_the_detail(svc: LiveService) -> None:
 async def test_only_an_admin_reapproves_a_changed_tool(svc: LiveService) -> None:
     manager = svc.runtime.mcp
     await poison_echo(manager)
-    before = decisions(svc)
+    before = await decisions(svc)
     assert [d[:3] for d in before] == [("first_seen", "first-seen", None)]
 
     # Tenant B's operator (and tenant A's) can no longer offer it back to every tenant.
@@ -147,7 +143,7 @@ async def test_only_an_admin_reapproves_a_changed_tool(svc: LiveService) -> None
         assert_error(await svc.client.post(APPROVE, headers=as_(key)), 403, "forbidden")
     echo = manager.registry.get("mcp__scripted__echo")
     assert echo is not None and not echo.offered
-    assert decisions(svc) == before
+    assert (await decisions(svc)) == before
 
     detail = (await svc.client.get("/v1/mcp/servers?detail=true", headers=as_(ADMIN))).json()
     tool = next(t for t in detail["items"][0]["tools"] if t["tool"] == "echo")
@@ -167,17 +163,13 @@ async def test_only_an_admin_reapproves_a_changed_tool(svc: LiveService) -> None
     assert echo.offered
 
     # The stored record names who, which tenant and when; the earlier decision is kept.
-    conn = sqlite3.connect(svc.runtime.settings.db_path)
-    try:
-        row = conn.execute(
-            "SELECT approved_by, approved_by_tenant, approved_at, fingerprint"
-            " FROM mcp_tool_approvals WHERE server = 'scripted' AND tool = 'echo'"
-        ).fetchone()
-    finally:
-        conn.close()
+    row = await svc.runtime.db.fetchone(
+        "SELECT approved_by, approved_by_tenant, approved_at, fingerprint"
+        " FROM mcp_tool_approvals WHERE server = 'scripted' AND tool = 'echo'"
+    )
     assert row[:2] == (subject(ADMIN), "acme")
     assert started <= row[2] <= time.time() and row[3] == tool["fingerprint"]
-    after = decisions(svc)
+    after = await decisions(svc)
     assert after[0] == before[0]
     assert after[1][:4] == ("approved", subject(ADMIN), "acme", tool["fingerprint"])
     assert after[1][4] == row[2]
@@ -185,7 +177,7 @@ async def test_only_an_admin_reapproves_a_changed_tool(svc: LiveService) -> None
     again = await svc.client.post(APPROVE, headers=as_(ADMIN))
     assert again.status_code == 200 and again.json()["changed"] is False
     assert again.json()["approved_by"] == subject(ADMIN)
-    assert len(decisions(svc)) == 2  # nothing was decided
+    assert len(await decisions(svc)) == 2  # nothing was decided
 
 
 async def test_unknown_and_malformed_names(svc: LiveService) -> None:

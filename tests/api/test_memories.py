@@ -17,7 +17,7 @@ from app.api.routes import memories
 from app.memory.records import Scope
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from tests.memory.conftest import memory_migrations
 
 BASE = "/v1/users/cust_1/memories"
@@ -39,7 +39,7 @@ def build_app(service: MemoryService, auth: Authenticator) -> FastAPI:
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    db = Database(tmp_path / "api.db", migrations_dir=memory_migrations(tmp_path))
+    db = SqliteDatabase(tmp_path / "api.db", migrations_dir=memory_migrations(tmp_path))
     await db.open()
     yield MemoryService(db, clock=FixedClock(1_900_000_000.0))
     await db.close()

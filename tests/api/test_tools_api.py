@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
@@ -195,10 +194,9 @@ async def test_nothing_unmasked_reaches_events_messages_or_the_model(
     await svc.client.post(f"/v1/sessions/{session_id}/messages", json={"content": "who am I"})
     secrets = ["13800138000", "li.lei@example.com", "110101199003074512", "6222021234567890123"]
     model_saw = json.dumps(fake_llm.requests[-1].messages, ensure_ascii=False)
-    db_path = svc.runtime.settings.db_path
-    with sqlite3.connect(db_path) as conn:
-        events = " ".join(r[0] for r in conn.execute("SELECT data FROM events"))
-        messages = " ".join(r[0] or "" for r in conn.execute("SELECT content FROM messages"))
+    db = svc.runtime.db
+    events = " ".join(r[0] for r in await db.fetchall("SELECT data FROM events"))
+    messages = " ".join(r[0] or "" for r in await db.fetchall("SELECT content FROM messages"))
     for secret in secrets:
         assert secret not in model_saw
         assert secret not in events

@@ -36,10 +36,11 @@ from app.settings import PROJECT_ROOT
 from app.storage.approvals import ApprovalStore
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
+from app.storage.port import Database
 from app.storage.records import Event, Message, Turn
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.storage.steps import StepStore, TurnRef
 from app.storage.tool_calls import ToolCallStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
@@ -241,7 +242,9 @@ async def open_core(
         bus.publish(events)
 
     async with contextlib.AsyncExitStack() as stack:
-        db = await Database(path / "core.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+        db = await SqliteDatabase(
+            path / "core.db", migrations_dir=PROJECT_ROOT / "migrations"
+        ).open()
         stack.push_async_callback(db.close)
         stores = TurnStores.on(db, publish)
         model = ScriptedLLM(*script)

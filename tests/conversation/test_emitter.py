@@ -16,9 +16,10 @@ from app.events import EventType
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
 from app.storage.events import EventStore
+from app.storage.port import Database
 from app.storage.records import Event, Turn
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.storage.turns import TurnStore
 from app.tools.results import ToolResult
 
@@ -41,7 +42,7 @@ class Claimed:
 
 
 async def claimed_turn(path: Path) -> Claimed:
-    db = Database(path, migrations_dir=PROJECT_ROOT / "migrations")
+    db = SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations")
     await db.open()
     published: list[list[Event]] = []
     session = await SessionStore(db, published.append).create("t", "u", {})

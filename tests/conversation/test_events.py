@@ -14,9 +14,10 @@ from app.conversation.events import EventBus, Follower
 from app.events import EventType
 from app.settings import PROJECT_ROOT
 from app.storage.events import EventStore
+from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.storage.tx import Store, Tx
 
 TENANT = "default"
@@ -57,7 +58,9 @@ class Log:
 
 @pytest.fixture
 async def log(tmp_path: Path) -> AsyncIterator[Log]:
-    db = await Database(tmp_path / "events.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+    db = await SqliteDatabase(
+        tmp_path / "events.db", migrations_dir=PROJECT_ROOT / "migrations"
+    ).open()
     bus = EventBus()
     session = await SessionStore(db, bus.publish).create(TENANT, "u1", {})  # event 1
     yield Log(db, bus, EventStore(db), Store(db, bus.publish), Store(db), session.id)

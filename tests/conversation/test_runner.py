@@ -17,8 +17,8 @@ from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
 from app.errors import UpstreamLLMError
 from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.principal import LOCAL
+from app.storage.port import DbCounts
 from app.storage.records import Turn
-from app.storage.sqlite import DbCounts
 from app.testing import LiveService, serve
 from tests.conftest import new_session
 from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types

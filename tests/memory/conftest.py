@@ -1,10 +1,12 @@
-"""A real SQLite file with the memory migration, a fixed clock, and the service over them."""
+"""A real database (SQLite with the memory migrations, or a fresh PostgreSQL database: every
+memory test runs on both), a fixed clock, and the service over them."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,8 @@ from app.memory.records import Scope
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
 from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database
+from app.storage.port import Database
+from app.storage.sqlite import SqliteDatabase
 
 MIGRATIONS = (
     PROJECT_ROOT / "migrations" / "0003_memory.sql",
@@ -38,9 +41,17 @@ def clock() -> FixedClock:
     return FixedClock()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
+async def db(tmp_path: Path, backend: str, open_db: Any) -> AsyncIterator[Database]:
+    if backend == "postgres":
+        yield await open_db()
+        return
+    database = SqliteDatabase(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
     await database.open()
     yield database
     await database.close()

@@ -2,19 +2,28 @@
 
 import sqlite3
 
+import psycopg
 import pytest
 
 from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
 from app.memory.service import MemoryService
-from app.storage.sqlite import Database
+from app.storage.port import Database
 from tests.memory.conftest import ALICE, BOB, OTHER_TENANT_ALICE
 
 SECRET = "门禁密码qzxjv81"
 
 
-def index_traces(db: Database, secret: str) -> int:
-    """Trigrams of `secret` found anywhere in the FTS index's pages and page index."""
+async def index_traces(db: Database, secret: str) -> int:
+    """SQLite: trigrams of `secret` found anywhere in the FTS index's pages and page index.
+    PostgreSQL: rows the trigram index finds for it (the plan must use that index)."""
+    if db.dialect == "postgres":
+        sql = "SELECT count(*) FROM memories WHERE search_text ILIKE %s"
+        with psycopg.connect(db.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+            conn.execute("SET enable_seqscan = off")  # a tiny table: make the planner show it
+            plan = conn.execute("EXPLAIN " + sql, (f"%{secret}%",)).fetchall()
+            assert "memories_search_trgm" in " ".join(str(r[0]) for r in plan)
+            return int(conn.execute(sql, (f"%{secret}%",)).fetchone()[0])
     grams = [secret[i : i + 3].encode() for i in range(len(secret) - 2)]
     conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
     try:
@@ -25,7 +34,19 @@ def index_traces(db: Database, secret: str) -> int:
     return sum(1 for g in grams for b in blobs if g in b)
 
 
-def indexed_docs(db: Database) -> int:
+def vacuums(db: Database) -> int:
+    """PostgreSQL: how often `memories` was vacuumed by hand (what drops deleted rows' index
+    entries at once)."""
+    with psycopg.connect(db.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+        row = conn.execute(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'memories'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+
+async def indexed_docs(db: Database) -> int:
+    if db.dialect == "postgres":
+        return int((await db.fetchall("SELECT count(*) FROM memories"))[0][0])
     conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
     try:
         return int(conn.execute("SELECT count(*) FROM memory_fts_docsize").fetchone()[0])
@@ -40,16 +61,20 @@ async def test_delete_removes_row_history_and_index_and_audits_without_content(
     gone = await memory.upsert(ALICE, "note:gate", f"小区东门{SECRET}", tier="node")
     await memory.upsert(ALICE, "note:gate", f"小区北门{SECRET}", tier="node")  # some history
     assert (await memory.recall(ALICE, f"上次的{SECRET}")).items
-    assert index_traces(db, SECRET) > 0  # the check below can see postings
+    assert await index_traces(db, SECRET) > 0  # the check below can see postings
+    vacuumed = vacuums(db) if db.dialect == "postgres" else 0
 
     await memory.delete(ALICE, gone.item.id, actor="op:9", reason="gdpr_request")
+
+    if db.dialect == "postgres":  # the deleted row's index entries were dropped at once
+        assert vacuums(db) == vacuumed + 1
 
     assert (await memory.recall(ALICE, f"上次的{SECRET}")).items == []
     assert await memory.list_memories(ALICE, ListFilter(text="qzxjv81")) == []
     with pytest.raises(MemoryNotFound):
         await memory.history(ALICE, gone.item.id)
-    assert index_traces(db, SECRET) == 0
-    assert indexed_docs(db) == 1
+    assert await index_traces(db, SECRET) == 0
+    assert await indexed_docs(db) == 1
     rows = await db.fetchall(
         "SELECT count(*) FROM memory_history WHERE memory_pk = ?", (gone.item.pk,)
     )

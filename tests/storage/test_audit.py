@@ -4,20 +4,19 @@ and when, in the same transaction as what they describe, and can be queried per 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.settings import PROJECT_ROOT
 from app.storage.approvals import Approval, ApprovalStore
 from app.storage.audit import AuditStore
+from app.storage.port import Database
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database(tmp_path / "a.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+async def db(open_db: Any) -> AsyncIterator[Database]:
+    database = await open_db("a.db")
     yield database
     await database.close()
 

@@ -5,23 +5,30 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from app.errors import DatabaseClosed
-from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database
+from app.storage.port import Database
+from app.storage.sqlite import SqliteDatabase
 
 
 @pytest.fixture
-async def db(tmp_path: Path):
-    database = Database(tmp_path / "t.db", migrations_dir=PROJECT_ROOT / "migrations")
-    await database.open()
+async def db(open_db: Any) -> Database:
+    database: Database = await open_db()
     await database.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)"))
-    yield database
-    await database.close()
+    return database
 
 
+@pytest.fixture
+def sqlite_only(backend: str) -> None:
+    if backend != "sqlite":
+        pytest.skip("about SQLite's own settings")
+
+
+@pytest.mark.usefixtures("sqlite_only")
 async def test_wal_and_pragmas(db: Database) -> None:
     row = await db.fetchone("PRAGMA journal_mode")
     assert row is not None and row[0] == "wal"
@@ -71,7 +78,10 @@ async def test_reads_see_committed_writes(db: Database) -> None:
 
 
 async def test_readers_are_read_only(db: Database) -> None:
-    with pytest.raises(sqlite3.OperationalError):
+    refused: type[Exception] = sqlite3.OperationalError
+    if db.dialect == "postgres":
+        refused = psycopg.errors.ReadOnlySqlTransaction
+    with pytest.raises(refused):
         await db.fetchall("INSERT INTO t VALUES (9, 'no')")
 
 
@@ -88,15 +98,16 @@ async def test_cancelled_caller_still_commits(db: Database) -> None:
     assert await db.fetchone("SELECT 1 FROM t WHERE k = 5") is not None
 
 
-async def test_closed_database_refuses_work(tmp_path: Path) -> None:
-    database = await Database(tmp_path / "c.db").open()
+async def test_closed_database_refuses_work(open_db: Any) -> None:
+    database = await open_db("c.db")
     await database.close()
     with pytest.raises(DatabaseClosed):
         database.submit(lambda c: None)
 
 
+@pytest.mark.usefixtures("sqlite_only")
 async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
-    database = await Database(tmp_path / "f.db", synchronous="FULL").open()
+    database = await SqliteDatabase(tmp_path / "f.db", synchronous="FULL").open()
     try:
         level = await database.write(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
         assert level == 2  # FULL
@@ -148,14 +159,20 @@ async def test_a_lone_failing_job_leaves_nothing_behind(db: Database) -> None:
 async def test_a_lone_job_whose_commit_fails_gets_the_error(db: Database) -> None:
     # A deferred foreign key is checked at COMMIT: the job itself runs fine, its commit fails.
     await db.write(lambda c: c.execute("CREATE TABLE parent (k INTEGER PRIMARY KEY)"))
-    await db.write(lambda c: c.execute("CREATE TABLE child (k INTEGER REFERENCES parent (k))"))
+    postgres = db.dialect == "postgres"
+    deferred = " DEFERRABLE INITIALLY DEFERRED" if postgres else ""
+    await db.write(
+        lambda c: c.execute(f"CREATE TABLE child (k INTEGER REFERENCES parent (k){deferred})")
+    )
 
-    def orphan(c: sqlite3.Connection) -> None:
-        c.execute("PRAGMA defer_foreign_keys = ON")
+    def orphan(c: Any) -> None:
+        if not postgres:
+            c.execute("PRAGMA defer_foreign_keys = ON")
         c.execute("INSERT INTO child VALUES (1)")
 
+    refused: type[Exception] = psycopg.IntegrityError if postgres else sqlite3.IntegrityError
     async with asyncio.timeout(5):  # before the fix, the caller waited forever
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(refused):
             await db.write(orphan)
     assert await db.fetchall("SELECT * FROM child") == []
     await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on

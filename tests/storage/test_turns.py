@@ -7,17 +7,16 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.errors import QueueFull, SessionBusy
-from app.settings import PROJECT_ROOT
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
+from app.storage.port import Database
 from app.storage.records import Event, Message
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.storage.tx import Tx
 
@@ -70,8 +69,8 @@ class Stores:
 
 
 @pytest.fixture
-async def stores(tmp_path: Path) -> AsyncIterator[Stores]:
-    db = await Database(tmp_path / "turns.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+async def stores(open_db: Any) -> AsyncIterator[Stores]:
+    db = await open_db("turns.db")
     published: list[list[Event]] = []
     yield Stores(
         db,

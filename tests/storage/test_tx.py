@@ -4,22 +4,20 @@ only after the commit."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.settings import PROJECT_ROOT
+from app.storage.port import Database
 from app.storage.records import Event
-from app.storage.sqlite import Database
 from app.storage.tx import Store, TurnWrites, Tx
 
 SESSION = "ses_tx"
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "t.db", migrations_dir=PROJECT_ROOT / "migrations")
-    await database.open()
+async def db(open_db: Any) -> AsyncIterator[Database]:
+    database = await open_db()
     await database.write(
         lambda c: c.execute(
             "INSERT INTO sessions (id, tenant_id, user_id, status, created_at, updated_at,"

@@ -23,8 +23,9 @@ from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.resilience.breaker import BreakerPolicy
 from app.settings import PROJECT_ROOT
 from app.storage.approvals import ApprovalStore
+from app.storage.port import Database
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.storage.tool_calls import ToolCallStore
 from app.testing import LiveService
 from app.tools.approvals import ApprovalBroker
@@ -83,7 +84,9 @@ def _reset() -> None:
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database(tmp_path / "x.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+    database = await SqliteDatabase(
+        tmp_path / "x.db", migrations_dir=PROJECT_ROOT / "migrations"
+    ).open()
     yield database
     await database.close()
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.storage.sqlite import Database
+from app.storage.port import Connection, Database
 from app.tools.mcp.definitions import Definition
 
 FIRST_SEEN = "first-seen"  # `approved_by` of a definition trusted on first sight
@@ -80,7 +80,7 @@ class SqliteDefinitionStore:
     ) -> ApprovedDefinition:
         approved = _approved(server, definition, approved_by, tenant_id)
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Connection) -> None:
             conn.execute(
                 "INSERT INTO mcp_tool_approvals (server, tool, fingerprint, definition,"
                 " approved_by, approved_by_tenant, approved_at) VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -12,7 +12,7 @@ import pytest
 from app.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound, ToolHandlerError
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor
 from app.tools.mcp.naming import MAX_LENGTH
@@ -204,7 +204,7 @@ async def test_changed_definition_is_blocked_until_approved(make_manager: Manage
 
 
 async def test_approvals_survive_a_restart(make_manager: ManagerFactory, tmp_path: Path) -> None:
-    async with Database(tmp_path / "h.db", migrations_dir=PROJECT_ROOT / "migrations") as db:
+    async with SqliteDatabase(tmp_path / "h.db", migrations_dir=PROJECT_ROOT / "migrations") as db:
         store = SqliteDefinitionStore(db)
         first = await make_manager({"s": scripted_stdio(trust="trusted")}, definitions=store)
         await connected(first, "s")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.settings import PROJECT_ROOT
-from app.storage.sqlite import Database
+from app.storage.sqlite import SqliteDatabase
 from app.tools.mcp.definitions import Definition
 from app.tools.mcp.store import SqliteDefinitionStore
 
@@ -16,13 +16,13 @@ def definition(description: str) -> Definition:
 
 async def test_approvals_round_trip_and_replace(tmp_path: Path) -> None:
     path = tmp_path / "hermes.db"
-    async with Database(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
+    async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
         store = SqliteDefinitionStore(db)
         assert await store.load("scripted") == {}
         await store.approve("scripted", definition("v1"), approved_by="first-seen")
         await store.approve("other", definition("v1"), approved_by="first-seen")
         await store.approve("scripted", definition("v2"), approved_by="key_op", tenant_id="acme")
-    async with Database(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
+    async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
         loaded = await SqliteDefinitionStore(db).load("scripted")
         assert list(loaded) == ["echo"]
         row = loaded["echo"]
@@ -37,7 +37,7 @@ async def test_approvals_round_trip_and_replace(tmp_path: Path) -> None:
 
 async def test_every_decision_is_kept_with_who_which_tenant_and_when(tmp_path: Path) -> None:
     path = tmp_path / "hermes.db"
-    async with Database(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
+    async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
         store = SqliteDefinitionStore(db)
         first = await store.approve("scripted", definition("v1"), approved_by="first-seen")
         second = await store.approve(
@@ -46,7 +46,7 @@ async def test_every_decision_is_kept_with_who_which_tenant_and_when(tmp_path: P
         third = await store.approve(
             "scripted", definition("v3"), approved_by="key_b", tenant_id="globex"
         )
-    async with Database(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
+    async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
         store = SqliteDefinitionStore(db)
         kept = await store.decisions("scripted", "echo")
         assert await store.decisions("other", "echo") == []

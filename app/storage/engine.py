@@ -1,0 +1,79 @@
+"""Which database the settings ask for, opened — or one line saying why it can't be."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from app.errors import ConfigError
+from app.settings import Settings
+from app.storage.port import Database
+from app.storage.sqlite import SqliteDatabase
+
+DATABASE_URL = "HERMES_DATABASE_URL"
+
+
+def database_for(settings: Settings) -> Database:
+    """The configured database, not yet open: PostgreSQL when HERMES_DATABASE_URL says so."""
+    url = settings.postgres_url
+    if url is None:
+        return SqliteDatabase(
+            settings.db_path,
+            migrations_dir=settings.migrations_dir,
+            synchronous=settings.db_synchronous,
+            busy_timeout_ms=settings.db_busy_timeout_ms,
+            read_connections=settings.db_read_connections,
+        )
+    from app.storage.postgres.database import PostgresDatabase  # psycopg only when used
+
+    return PostgresDatabase(
+        url,
+        migrations_dir=settings.migrations_dir / "postgres",
+        read_connections=settings.db_pool_size,
+        connect_timeout_s=settings.db_connect_timeout_s,
+    )
+
+
+def check_database(settings: Settings) -> None:
+    """Start-up's check that the configured PostgreSQL answers: one connection, closed again.
+    Raises ConfigError naming HERMES_DATABASE_URL (never the password)."""
+    url = settings.postgres_url
+    if url is None:
+        return
+    import psycopg
+
+    timeout = max(1, int(settings.db_connect_timeout_s))
+    try:
+        psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
+    except psycopg.Error as exc:
+        raise ConfigError(
+            DATABASE_URL, f"cannot connect to PostgreSQL at {where(url)}: {first_line(exc)}"
+        ) from None
+
+
+async def open_database(settings: Settings) -> Database:
+    db = database_for(settings)
+    url = settings.postgres_url
+    if url is None:
+        return await db.open()
+    import psycopg
+    import psycopg_pool
+
+    try:
+        return await db.open()
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+        raise ConfigError(
+            DATABASE_URL, f"cannot connect to PostgreSQL at {where(url)}: {first_line(exc)}"
+        ) from None
+
+
+def where(url: str) -> str:
+    """host:port/database of a URL, without user or password."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = parts.port or 5432
+    return f"{host}:{port}{parts.path or '/'}"
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].strip()

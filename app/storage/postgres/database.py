@@ -1,0 +1,277 @@
+"""PostgreSQL behind the storage port: the same writer thread and group commit as SQLite, over
+psycopg 3, so every store runs unchanged on either engine.
+
+Writes: one synchronous connection per process on the shared writer thread
+(`app.storage.writer`). Several processes write at once here, so a write transaction that
+reads a row it is about to change locks it (`Tx.for_update`), and a batch that deadlocks with
+another process, or fails to serialise, is run again from the start.
+
+Reads: an asyncio pool of autocommit, read-only connections.
+
+Rows come back as `Row`s that answer by position and by column name, like `sqlite3.Row`; JSON
+columns come back as text, like SQLite's, so records parse them the same way; Python booleans go
+in as 0/1 (the schema keeps SQLite's integer flags).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg.adapt import Dumper
+from psycopg.pq import TransactionStatus
+from psycopg.types.string import TextLoader
+from psycopg_pool import AsyncConnectionPool
+
+from app.errors import DatabaseClosed
+from app.storage.port import DbCounts, Dialect
+from app.storage.postgres.sql import to_postgres
+from app.storage.writer import BatchWriter
+
+log = logging.getLogger(__name__)
+
+_INT8_OID = 20
+
+
+class Row(tuple[Any, ...]):
+    """A result row: by position, by column name, `keys()` — what `sqlite3.Row` offers."""
+
+    __slots__ = ()
+    _names: tuple[str, ...] = ()
+    _index: dict[str, int] = {}  # noqa: RUF012 - set per column list by `_row_class`
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+_row_classes: dict[tuple[str, ...], type[Row]] = {}
+
+
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    cls = _row_classes.get(names)
+    if cls is None:
+        index = {name: i for i, name in reversed(list(enumerate(names)))}  # first one wins
+        cls = type("Row", (Row,), {"__slots__": (), "_names": names, "_index": index})
+        if len(_row_classes) < 4096:
+            _row_classes[names] = cls
+    return cls
+
+
+def rows(cursor: Any) -> Any:
+    """psycopg row factory making `Row`s."""
+    description = cursor.description
+    if description is None:
+        return tuple
+    return _row_class(tuple(column.name for column in description))
+
+
+class _BoolAsInt(Dumper):
+    oid = _INT8_OID
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+def _configure(adapters: Any) -> None:
+    adapters.register_loader("jsonb", TextLoader)
+    adapters.register_loader("json", TextLoader)
+    adapters.register_dumper(bool, _BoolAsInt)
+
+
+class PgConnection:
+    """The writer connection as the stores see it: `?` placeholders, counting like SQLite's."""
+
+    dialect: Dialect = "postgres"
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+        self.statements = 0
+        self.events = 0
+        self.event_bytes = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> psycopg.Cursor[Any]:
+        self.statements += 1
+        return self.raw.execute(to_postgres(sql, bool(parameters)), parameters or None)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> psycopg.Cursor[Any]:
+        batch = list(parameters)
+        self.statements += len(batch)
+        cursor = self.raw.cursor()
+        if batch:
+            cursor.executemany(to_postgres(sql), batch)
+        return cursor
+
+    def count_event(self, payload_bytes: int) -> None:
+        self.events += 1
+        self.event_bytes += payload_bytes
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def connect(url: str, *, timeout_s: float = 5.0) -> psycopg.Connection[Any]:
+    """A configured autocommit connection (the writer's, the migrations', the tools')."""
+    raw: psycopg.Connection[Any] = psycopg.connect(
+        url, autocommit=True, row_factory=rows, connect_timeout=max(1, int(timeout_s))
+    )
+    _configure(raw.adapters)
+    return raw
+
+
+class PostgresDatabase(BatchWriter[PgConnection]):
+    dialect: Dialect = "postgres"
+    begin_sql = "BEGIN"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrations_dir: Path | None = None,
+        read_connections: int = 4,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.migrations_dir = migrations_dir
+        self.connect_timeout_s = connect_timeout_s
+        self._n_readers = max(1, read_connections)
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self.applied_migrations: list[str] = []
+        self._reads = 0
+        self._writer: PgConnection | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> PostgresDatabase:
+        if self.migrations_dir is not None:
+            self.applied_migrations = await asyncio.to_thread(self._migrate, self.migrations_dir)
+        await self._start_writer()
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self.url,
+            min_size=self._n_readers,
+            max_size=self._n_readers,
+            open=False,
+            kwargs={"autocommit": True, "row_factory": rows},
+            configure=_configure_async,
+            timeout=max(self.connect_timeout_s, 5.0),
+            name="hermes-readers",
+        )
+        try:
+            await pool.open(wait=True, timeout=self.connect_timeout_s)
+        except BaseException:
+            await pool.close()
+            await self._stop_writer()
+            raise
+        self._pool = pool
+        return self
+
+    def _migrate(self, migrations_dir: Path) -> list[str]:
+        from app.storage.postgres.migrations import apply_migrations
+
+        with connect(self.url, timeout_s=self.connect_timeout_s) as conn:
+            return apply_migrations(conn, migrations_dir)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        await self._stop_writer()
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def __aenter__(self) -> PostgresDatabase:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the writer connection ----------------------------------------------------------------
+
+    def _connect(self) -> PgConnection:
+        self._writer = PgConnection(connect(self.url, timeout_s=self.connect_timeout_s))
+        return self._writer
+
+    def _usable(self, conn: Any) -> Any:
+        if not conn.raw.closed:
+            return conn
+        log.warning("the PostgreSQL writer connection was lost; reconnecting")
+        fresh = self._connect()
+        fresh.statements, fresh.events, fresh.event_bytes = (
+            conn.statements,
+            conn.events,
+            conn.event_bytes,
+        )
+        return fresh
+
+    def _in_transaction(self, conn: Any) -> bool:
+        if conn.raw.closed:
+            return False
+        return bool(conn.raw.info.transaction_status != TransactionStatus.IDLE)
+
+    def _retryable(self, exc: BaseException) -> bool:
+        return isinstance(
+            exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
+        )
+
+    def counts(self) -> DbCounts:
+        writer = self._writer
+        return DbCounts(
+            commits=self.commits,
+            jobs=self._jobs_run,
+            writes=writer.statements if writer else 0,
+            control=self._control_statements,
+            reads=self._reads,
+            events=writer.events if writer else 0,
+            event_bytes=writer.event_bytes if writer else 0,
+            retries=self._retries,
+        )
+
+    def _control(self, conn: Any, sql: str) -> None:
+        self._control_statements += 1
+        conn.raw.execute(sql)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self._closed or self._pool is None:
+            raise DatabaseClosed("database is closed")
+        self._reads += 1
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(to_postgres(sql, bool(params)), params or None)
+            found: list[Any] = await cursor.fetchall()
+            return found
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+        found = await self.fetchall(sql, params)
+        return found[0] if found else None
+
+    async def ping(self) -> None:
+        await self.fetchone("SELECT 1")
+
+    async def vacuum(self, table: str) -> None:
+        """VACUUM the table on a connection of its own (it can't run in a transaction): the
+        index entries of deleted rows — a forgotten memory's trigrams among them — go now, not
+        whenever autovacuum comes by."""
+        if not table.isidentifier():
+            raise ValueError(f"not a table name: {table!r}")
+
+        def run() -> None:
+            with connect(self.url, timeout_s=self.connect_timeout_s) as conn:
+                conn.execute(f"VACUUM {table}")
+
+        await asyncio.to_thread(run)
+
+
+async def _configure_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    _configure(conn.adapters)
+    await conn.execute("SET default_transaction_read_only = on")  # readers only read
