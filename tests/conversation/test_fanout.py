@@ -9,7 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -17,11 +17,10 @@ import pytest
 from app.conversation.events import EventBus, Follower
 from app.conversation.fanout import RedisFanout
 from app.events import EventType
-from app.settings import PROJECT_ROOT
 from app.storage.events import EventStore
+from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
-from app.storage.sqlite import Database
 from app.storage.tx import Store, Tx
 from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix  # noqa: F401 (a fixture)
 
@@ -117,8 +116,8 @@ class Pair:
 
 
 @pytest.fixture
-async def pair(tmp_path: Path, redis_prefix: str) -> AsyncIterator[Pair]:  # noqa: F811
-    db = await Database(tmp_path / "events.db", migrations_dir=PROJECT_ROOT / "migrations").open()
+async def pair(open_db: Any, redis_prefix: str) -> AsyncIterator[Pair]:  # noqa: F811
+    db = await open_db("events.db")  # SQLite, or PostgreSQL when the backend is parametrised
     pair = Pair(db, redis_prefix, CountingLog(EventStore(db)), [])
     try:
         a = await pair.add_node()
@@ -129,7 +128,6 @@ async def pair(tmp_path: Path, redis_prefix: str) -> AsyncIterator[Pair]:  # noq
         for node in pair.nodes:
             await node.fanout.aclose()
             await node.proxy.close()
-        await db.close()
 
 
 async def take(follower: Follower, n: int) -> list[Event]:
