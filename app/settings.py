@@ -48,7 +48,6 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
     db_pool_size: int = Field(4, ge=1, le=64)  # PostgreSQL read connections per process
     db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
-
     # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
     # set. Every key Hermes writes starts with `redis_prefix`.
     redis_url: SecretStr | None = None
@@ -283,7 +282,7 @@ def config_error(exc: ValidationError) -> ConfigError:
 
 
 # Values never echoed in an error: they may hold credentials (a Redis URL's password).
-_SECRET_FIELDS = frozenset({"api_keys", "redis_url"})
+_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url"})
 
 
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:

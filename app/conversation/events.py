@@ -3,6 +3,11 @@
 Events reach the bus only after their transaction commits, in commit order, so a follower that
 subscribes *before* it reads the log and drops what it has already seen gets every event
 exactly once. A follower that falls behind (its queue fills) goes back to the log.
+
+With a relay attached (`app.conversation.fanout`: Redis between processes), events committed by
+another process arrive too. Such a live source can lose messages (a subscription that is still
+starting, a broken connection), so the relay can ask the followers of a session to *recheck*:
+read the log once more. Every loss is then either a gap the next event reveals or a recheck.
 """
 
 from __future__ import annotations
@@ -25,57 +30,121 @@ class _Closed:
 _CLOSED = _Closed()
 
 
+class _Recheck:
+    """Sentinel: read the log again; the live source may have missed something."""
+
+
+_RECHECK = _Recheck()
+
+
 class Subscription:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.overflowed = False
-        self._queue: asyncio.Queue[Event | _Closed] = asyncio.Queue(_QUEUE_SIZE)
+        self._queue: asyncio.Queue[Event | _Closed | _Recheck] = asyncio.Queue(_QUEUE_SIZE)
+        self._recheck_queued = False  # one pending recheck is enough
 
-    def put(self, item: Event | _Closed) -> None:
+    def put(self, item: Event | _Closed | _Recheck) -> None:
+        if isinstance(item, _Recheck):
+            if self._recheck_queued:
+                return
+            self._recheck_queued = True
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
-            self.overflowed = True
+            self.overflowed = True  # the follower reads the log: a recheck too
 
     def drain(self) -> None:
         while not self._queue.empty():
             self._queue.get_nowait()
         self.overflowed = False
+        self._recheck_queued = False
 
-    async def get(self, wait_s: float) -> Event | _Closed | None:
+    async def get(self, wait_s: float) -> Event | _Closed | _Recheck | None:
         try:
-            return await asyncio.wait_for(self._queue.get(), wait_s)
+            item = await asyncio.wait_for(self._queue.get(), wait_s)
         except TimeoutError:
             return None
+        if isinstance(item, _Recheck):
+            self._recheck_queued = False
+        return item
+
+
+class Relay(Protocol):
+    """Carries a bus's committed events to other processes (`app.conversation.fanout`), and
+    learns which sessions have followers here: it brings back only theirs."""
+
+    def send(self, events: list[Event]) -> None: ...
+
+    def send_close(self, session_id: str) -> None: ...
+
+    def watch(self, session_id: str) -> None: ...
+
+    def unwatch(self, session_id: str) -> None: ...
 
 
 class EventBus:
-    """In-process fan-out of committed events, keyed by session."""
+    """In-process fan-out of committed events, keyed by session; with a relay, across processes.
+
+    `publish` and `close_session` are for what happened here (local subscribers at once, then
+    the relay); `deliver`, `deliver_close` and `recheck` are the relay's way in, local only.
+    """
 
     def __init__(self) -> None:
         self._subs: dict[str, set[Subscription]] = {}
+        self.relay: Relay | None = None
+
+    def attach(self, relay: Relay) -> None:
+        """Send to (and hear from) other processes through `relay`, from now on."""
+        self.relay = relay
+        for session_id in self._subs:
+            relay.watch(session_id)
 
     def publish(self, events: list[Event]) -> None:
+        self.deliver(events)
+        if self.relay is not None:
+            self.relay.send(events)
+
+    def close_session(self, session_id: str) -> None:
+        self.deliver_close(session_id)
+        if self.relay is not None:
+            self.relay.send_close(session_id)
+
+    def deliver(self, events: list[Event]) -> None:
         for event in events:
             for sub in self._subs.get(event.session_id, ()):
                 sub.put(event)
 
-    def close_session(self, session_id: str) -> None:
+    def deliver_close(self, session_id: str) -> None:
         for sub in self._subs.get(session_id, ()):
             sub.put(_CLOSED)
+
+    def recheck(self, session_id: str) -> None:
+        """The session's followers read the log once more (they drop what they have seen)."""
+        for sub in self._subs.get(session_id, ()):
+            sub.put(_RECHECK)
+
+    def sessions(self) -> list[str]:
+        """The sessions with subscribers here."""
+        return list(self._subs)
 
     @contextlib.contextmanager
     def subscribe(self, session_id: str) -> Iterator[Subscription]:
         sub = Subscription(session_id)
-        self._subs.setdefault(session_id, set()).add(sub)
+        subs = self._subs.setdefault(session_id, set())
+        subs.add(sub)
+        if len(subs) == 1 and self.relay is not None:
+            self.relay.watch(session_id)
         try:
             yield sub
         finally:
-            subs = self._subs.get(session_id)
-            if subs is not None:
-                subs.discard(sub)
-                if not subs:
+            remaining = self._subs.get(session_id)
+            if remaining is not None:
+                remaining.discard(sub)
+                if not remaining:
                     del self._subs[session_id]
+                    if self.relay is not None:
+                        self.relay.unwatch(session_id)
 
     def subscriber_count(self) -> int:
         return sum(len(s) for s in self._subs.values())
@@ -151,6 +220,8 @@ class Follower:
                     continue
                 if isinstance(item, _Closed):
                     return
+                if isinstance(item, _Recheck):
+                    break
                 if item.seq <= self._last:
                     continue
                 if item.seq != self._last + 1:

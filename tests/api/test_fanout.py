@@ -1,0 +1,133 @@
+"""Two live services sharing one database and one Redis: a browser on B follows a turn that runs
+on A, every event once and in order, byte for byte what a replay from the log sends.
+
+`shared_settings` is the one place that says what the two processes share (today one SQLite
+file; parametrise it for PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from app.conversation.fanout import RedisFanout
+from app.llm.testing import FakeLLMServer, Reply
+from app.settings import Settings
+from app.testing import LiveService, SseEvent, read_events, serve
+from tests.conftest import new_session
+from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix  # noqa: F401 (a fixture)
+
+WORDS = " ".join(f"w{i}" for i in range(16))
+
+
+@pytest.fixture
+def shared_settings(make_settings: Any, redis_prefix: str) -> Settings:  # noqa: F811
+    return make_settings(redis_url=REDIS_URL, redis_prefix=redis_prefix)
+
+
+@pytest.fixture
+async def two(shared_settings: Settings) -> AsyncIterator[tuple[LiveService, LiveService]]:
+    async with serve(shared_settings) as a, serve(shared_settings) as b:
+        yield a, b
+
+
+async def collect(svc: LiveService, session_id: str, **headers: str) -> list[SseEvent]:
+    async with svc.client.stream(
+        "GET", f"/v1/sessions/{session_id}/events", headers=headers
+    ) as response:
+        assert response.status_code == 200
+        return [e async for e in read_events(response, until="turn.completed")]
+
+
+async def test_a_follower_on_b_gets_a_turn_running_on_a(
+    two: tuple[LiveService, LiveService], fake_llm: FakeLLMServer
+) -> None:
+    a, b = two
+    fake_llm.enqueue(Reply(WORDS, chunks=16, chunk_delay=0.03))
+    session_id = await new_session(a)
+    async with b.client.stream(
+        "GET", f"/v1/sessions/{session_id}/events", params={"after": 1}
+    ) as response:
+        assert response.status_code == 200
+        posted = await a.client.post(f"/v1/sessions/{session_id}/messages", json={"content": "go"})
+        assert posted.status_code == 200, posted.text
+        live = [e async for e in read_events(response, until="turn.completed")]
+    ids = [int(e.id or 0) for e in live]
+    assert ids == list(range(2, 2 + len(ids))), "a gap or a duplicate"
+    assert "".join(e.data["text"] for e in live if e.event == "message.delta") == WORDS
+    replayed = await collect(a, session_id, **{"Last-Event-ID": "1"})
+    assert [e.raw for e in live] == [e.raw for e in replayed]
+    assert [(e.id, e.event) for e in live] == [(e.id, e.event) for e in replayed]
+
+
+async def test_resume_on_b_in_the_middle_of_a_turn_on_a(
+    two: tuple[LiveService, LiveService], fake_llm: FakeLLMServer
+) -> None:
+    a, b = two
+    fake_llm.enqueue(Reply(WORDS, chunks=16, chunk_delay=0.05))
+    session_id = await new_session(a)
+    seen: list[SseEvent] = []
+    async with a.client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": "go"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        async for event in read_events(response):
+            seen.append(event)
+            if sum(e.event == "message.delta" for e in seen) == 3:
+                break  # the tab drops; it reconnects to the other process
+    last = seen[-1].id
+    assert last is not None
+    resumed = await collect(b, session_id, **{"Last-Event-ID": last})
+    ids = [int(e.id or 0) for e in seen + resumed]
+    assert ids == list(range(ids[0], ids[0] + len(ids))), "a gap or a duplicate"
+    text = "".join(e.data["text"] for e in seen + resumed if e.event == "message.delta")
+    assert text == WORDS
+
+
+async def test_redis_cut_mid_turn_b_polls_then_goes_live_again(
+    make_settings: Any,
+    redis_prefix: str,  # noqa: F811
+    fake_llm: FakeLLMServer,
+) -> None:
+    redis = urlsplit(REDIS_URL)
+    proxy = TcpProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
+    port = await proxy.start()
+    url = urlunsplit(redis._replace(netloc=f"127.0.0.1:{port}"))
+    settings = make_settings(redis_url=url, redis_prefix=redis_prefix)
+    words = " ".join(f"w{i}" for i in range(30))
+    fake_llm.enqueue(Reply(words, chunks=30, chunk_delay=0.05))
+    try:
+        async with serve(settings) as a, serve(settings) as b:
+            fanout = b.runtime.bus.relay
+            assert isinstance(fanout, RedisFanout)
+            session_id = await new_session(a)
+            events: list[SseEvent] = []
+            async with b.client.stream(
+                "GET", f"/v1/sessions/{session_id}/events", params={"after": 1}
+            ) as response:
+                poster = asyncio.create_task(
+                    a.client.post(f"/v1/sessions/{session_id}/messages", json={"content": "go"})
+                )
+                deltas = 0
+                async for event in read_events(response, until="turn.completed"):
+                    events.append(event)
+                    deltas += event.event == "message.delta"
+                    if deltas == 3:
+                        await proxy.cut()
+                    if deltas == 8:
+                        assert not fanout.live  # these came by polling the log
+                        await proxy.restore()
+                assert (await poster).status_code == 200
+            ids = [int(e.id or 0) for e in events]
+            assert ids == list(range(2, 2 + len(ids))), "a gap or a duplicate"
+            assert "".join(e.data["text"] for e in events if e.event == "message.delta") == words
+            async with asyncio.timeout(10):
+                while not fanout.live:  # noqa: ASYNC110 (another component's state)
+                    await asyncio.sleep(0.01)
+    finally:
+        await proxy.close()
