@@ -68,7 +68,9 @@ async def test_sweep_works_in_small_batches(db, clock: FixedClock):
     report = await memory.sweep(now=clock.now + 48 * 3600)
     assert report.archived == 30
     assert report.batches >= 30 // 7 + 1 + 2  # archive batches, then one reject, one purge pass
-    assert db.commits - before == report.batches + report.index_steps  # each its own write
+    # each its own write; PostgreSQL's index step is a VACUUM, outside the writer's commits
+    index_commits = report.index_steps if db.dialect == "sqlite" else 0
+    assert db.commits - before == report.batches + index_commits
     assert set((await statuses(memory, BOB)).values()) == {"archived"}
 
 
