@@ -65,14 +65,13 @@ def _migrate_sqlite_to_postgres(args: argparse.Namespace) -> int:
     """Copy a SQLite database into an empty PostgreSQL one; one line per table, verified."""
     import psycopg
 
-    from app.errors import StorageError
+    from app.errors import StorageError, first_line
     from app.storage.postgres.copy import CopyRefused, copy_database
 
     try:
         target = psycopg.connect(args.target, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"hermes: cannot connect to --to: {reason}", file=sys.stderr)
+        print(f"hermes: cannot connect to --to: {first_line(exc)}", file=sys.stderr)
         return 2
     with target:
         try:
@@ -81,7 +80,7 @@ def _migrate_sqlite_to_postgres(args: argparse.Namespace) -> int:
             print(f"hermes: {exc}", file=sys.stderr)
             return 2
         except StorageError as exc:
-            print(f"hermes: {str(exc).splitlines()[0]}", file=sys.stderr)
+            print(f"hermes: {first_line(exc)}", file=sys.stderr)
             return 1
     for check in checks:
         print(check.line())

@@ -288,3 +288,9 @@ class OwnerFull(StorageError):
     """A user has used every memory id their owner range holds."""
 
     code = "memory_ids_exhausted"
+
+
+def first_line(exc: BaseException) -> str:
+    """An error as one line for the `hermes` command (drivers' messages run over several)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].strip()

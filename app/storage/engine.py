@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from app.errors import ConfigError
+from app.errors import ConfigError, first_line
 from app.settings import Settings
 from app.storage.port import Database
 from app.storage.sqlite import SqliteDatabase
@@ -72,8 +72,3 @@ def where(url: str) -> str:
     host = parts.hostname or "localhost"
     port = parts.port or 5432
     return f"{host}:{port}{parts.path or '/'}"
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0].strip()
