@@ -77,8 +77,8 @@ class Tx:
             ).fetchone()
             if row is not None:
                 self.conn.execute(
-                    "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (session_id, row[0], tenant_id, turn_id, type, payload, self.now),
                 )
         if row is None:

@@ -2,9 +2,10 @@
 
 All writes go through `write(fn)`: `fn(conn)` runs on the single writer thread inside a
 transaction, and whatever jobs queued up meanwhile commit together (one commit, one thread hop).
-A job that fails fails alone: the batch is then run again with each job in a savepoint. A job's `on_commit` callback
-runs on the event loop after the commit, in commit order, before its awaiting caller resumes:
-publishing an event there means nobody ever sees an event that a crash could take back.
+A job that fails fails alone: the batch is then run again with each job in a savepoint. A
+job's `on_commit` callback runs on the event loop after the commit, in commit order, before its
+awaiting caller resumes: publishing an event there means nobody ever sees an event that a
+crash could take back.
 
 An engine that reports conflicts between writers (PostgreSQL: a deadlock with another process,
 a serialisation failure) gets the whole batch run again from the start, a few times; jobs are
