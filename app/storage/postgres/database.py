@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import psycopg.errors
 from psycopg.adapt import Dumper
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
@@ -247,7 +247,14 @@ class PostgresDatabase(BatchWriter[PgConnection]):
             conn.fences_checked = set()
         elif sql.startswith("SAVEPOINT"):
             conn.fences_checked = None
-        conn.raw.execute(sql)
+        # Straight to libpq: no cursor, no row factory, no parameters to adapt — a third of
+        # the client CPU of `execute`, and control is a quarter of the writer's statements.
+        raw = conn.raw
+        if raw.closed:
+            raise psycopg.OperationalError("the connection is closed")
+        result = raw.pgconn.exec_(sql.encode())
+        if result.status != ExecStatus.COMMAND_OK:
+            raise psycopg.errors.error_from_result(result, encoding=raw.info.encoding)
 
     # -- reads --------------------------------------------------------------------------------
 
