@@ -67,7 +67,9 @@ def _mapping(
 
 
 def _text(value: Any, at: _At) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    if isinstance(value, bool):
+        raise at.fail('YAML reads yes/no/on/off/true/false as a boolean: quote it ("yes")')
+    if not isinstance(value, str | int | float):
         raise at.fail(f"expected text, got {type(value).__name__}")
     if isinstance(value, int | float):
         # YAML read an unquoted number: 0-prefixed or long digit strings would be mangled.

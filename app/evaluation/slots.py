@@ -25,7 +25,8 @@ SLOTS = (
 )
 
 _KEYWORDS: dict[str, tuple[str, ...]] = {
-    "confirm": ("请确认", "确认一下", "是否确认", "对吗", "可以吗", "please confirm", "shall i",
+    "confirm": ("请确认", "确认一下", "是否确认", "请回复“是”", "为您办理吗", "对吗", "可以吗",
+                "please confirm", "yes or no", "shall i",
                 "should i go ahead", "is that right", "is that correct", "do you want me to",
                 "confirm"),
     "field": ("哪项联系方式", "哪个联系方式", "which contact detail", "which detail"),
@@ -89,7 +90,7 @@ _SENTENCE = {
     "field": {"zh": "我要改{v}", "en": "My {v}"},
 }
 _YES = {"zh": "是的，确认", "en": "Yes, please go ahead"}
-_NO = {"zh": "不用了，先不要", "en": "No, don't do that"}
+_NO = {"zh": "不用了", "en": "No, thanks"}
 
 
 def phrase(slot: str, value: str, style: str, language: str) -> str:
