@@ -51,32 +51,27 @@ def judge_scenario(scenario: Scenario, played: Played) -> list[Failure]:
         failures += [Failure("forbidden_write", "scenario", m) for m in verdict.forbidden]
     failures += _forbidden_tools(scenario, played)
     all_turns: list[TurnRecord] = []
-    for s_index, (session, record) in enumerate(
-        zip(scenario.sessions, played.sessions, strict=False), 1
-    ):
+    sessions = zip(scenario.sessions, played.sessions, strict=False)
+    for s_index, (session, record) in enumerate(sessions, 1):
+        # The reply language is judged turn by turn (once per reply), in the innermost
+        # language that applies; the wider scopes check everything else.
+        language = session.expect.language or _language(scenario)
         for t_index, turn in enumerate(record.turns, 1):
             where = f"session {s_index} turn {t_index}"
             failures += _turn_outcome(turn, where)
             spec = session.turns[t_index - 1].expect if session.turns else Expect()
-            language = spec.language or session.expect.language or _language(scenario)
-            failures += check(spec, [turn], turn.replies, turn.memories, where, language)
-        language = session.expect.language or _language(scenario)
+            failures += check(
+                spec, [turn], turn.replies, turn.memories, where, spec.language or language
+            )
         failures += check(
-            session.expect,
-            record.turns,
-            record.replies,
-            record.memories,
-            f"session {s_index}",
-            language,
+            session.expect, record.turns, record.replies, record.memories, f"session {s_index}"
         )
         all_turns += record.turns
     if played.diff is not None:
         failures += [Failure("db", "scenario", m) for m in judge(played.diff, scenario.db).missing]
     replies = [r for s in played.sessions for r in s.replies]
     memories = played.sessions[-1].memories if played.sessions else []
-    failures += check(
-        scenario.expect, all_turns, replies, memories, "scenario", _language(scenario)
-    )
+    failures += check(scenario.expect, all_turns, replies, memories, "scenario")
     failed = sum(t.status != "completed" for t in all_turns)
     allowed = scenario.expect.failed_turns or 0
     if failed > allowed:
@@ -126,9 +121,10 @@ def check(
     replies: Sequence[str],
     memories: list[dict[str, Any]] | None,
     where: str,
-    language: str,
+    language: str = "any",
 ) -> list[Failure]:
-    """One scope's expectations (a turn, a session, the scenario)."""
+    """One scope's expectations (a turn, a session, the scenario); `language` is checked on
+    the scope's replies unless it is "any"."""
     out: list[Failure] = []
     requested = {a.tool for t in turns for a in t.approvals}
     for tool in spec.approval_requested:

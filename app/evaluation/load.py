@@ -294,7 +294,8 @@ def load_file(path: Path) -> Scenario:
     try:
         data = yaml.safe_load(path.read_text("utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError(str(path), f"cannot read: {str(exc).splitlines()[0]}") from None
+        reason = " ".join(line.strip() for line in str(exc).splitlines())
+        raise ScenarioError(str(path), f"cannot read: {reason}") from None
     return parse_scenario(data, str(path), heldout=HELDOUT_FOLDER in path.parts[:-1])
 
 
