@@ -15,7 +15,8 @@ from typing import Any
 from app.errors import ConfigError
 from app.evaluation.load import load_scenarios
 from app.evaluation.report import Targets, render, summarize
-from app.evaluation.runner import InProcess, Remote, RunResult, Target, run_all
+from app.evaluation.runner import InProcess, Remote, RunResult, Target
+from app.evaluation.schedule import run_all
 
 
 def register(sub: Any) -> None:
@@ -55,6 +56,12 @@ def register(sub: Any) -> None:
         help="worker processes in process (default: up to 2)",
     )
     parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="services running at once in each worker process (default 4)",
+    )
+    parser.add_argument(
         "--url", help="evaluate a running service at this base URL instead of an in-process one"
     )
     parser.add_argument(
@@ -81,8 +88,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.runs < 1 or args.workers < 1:
-        print("hermes eval: --runs and --workers must be at least 1", file=sys.stderr)
+    if min(args.runs, args.workers, args.concurrency) < 1:
+        print(
+            "hermes eval: --runs, --workers and --concurrency must be at least 1", file=sys.stderr
+        )
         return 2
     try:
         scenarios = load_scenarios(args.paths)
@@ -103,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         target,
         runs=args.runs,
         workers=args.workers,
+        concurrency=args.concurrency,
         progress=None if args.quiet else _progress,
     )
     targets = Targets(args.min_success, args.min_heldout)

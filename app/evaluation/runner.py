@@ -2,8 +2,9 @@
 
 In process (the default): per scenario the real app on a loopback port with a fresh SQLite
 file and a fresh copy of the demo database (generated once per run from its seed), with the
-model the environment configures (`hermes/local` unless HERMES_MODEL says otherwise). Several
-worker processes share the scenarios (the NLU and the loop are CPU work; two cores run two).
+model the environment configures (`hermes/local` unless HERMES_MODEL says otherwise).
+`app.evaluation.schedule` spreads scenarios over worker processes and over concurrent services
+within each.
 
 Remote: a running service at a URL with an operator's API key; the demo database is diffed
 only when its file is given, and then scenarios run one at a time.
@@ -11,15 +12,12 @@ only when its file is given, and then scenarios run one at a time.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import multiprocessing
 import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,80 +175,3 @@ def demo_template(seed: int | None) -> Iterator[Path]:
         path = Path(tmp) / "demo.db"
         regenerate(path, DEFAULT_SEED if seed is None else seed)
         yield path
-
-
-# -- worker processes ---------------------------------------------------------------------------
-
-_HARNESS: InProcessHarness | None = None
-
-
-def _init_worker(target: InProcess, template: Path) -> None:
-    global _HARNESS
-    _HARNESS = InProcessHarness(target, template)
-
-
-def _work(job: tuple[Scenario, int]) -> RunResult:
-    assert _HARNESS is not None
-    return asyncio.run(_HARNESS.run(*job))
-
-
-Progress = Callable[[RunResult], None]
-
-
-def run_all(
-    scenarios: list[Scenario],
-    target: Target,
-    *,
-    runs: int = 1,
-    workers: int = 1,
-    progress: Progress | None = None,
-) -> list[RunResult]:
-    """Every scenario `runs` times; results in scenario order, then run order."""
-    jobs = [(s, r) for r in range(runs) for s in scenarios]
-    report = progress or (lambda _r: None)
-    if isinstance(target, Remote):
-        return _ordered(scenarios, asyncio.run(_sequential_remote(target, jobs, report)))
-    with demo_template(target.demo_seed) as template:
-        if workers <= 1 or len(jobs) <= 1:
-            return _ordered(scenarios, asyncio.run(_sequential(target, template, jobs, report)))
-        context = multiprocessing.get_context("spawn")  # no forked event loops or threads
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(target, template),
-        ) as pool:
-            results = []
-            for result in pool.map(_work, jobs):
-                report(result)
-                results.append(result)
-        return _ordered(scenarios, results)
-
-
-async def _sequential(
-    target: InProcess, template: Path, jobs: list[tuple[Scenario, int]], report: Progress
-) -> list[RunResult]:
-    harness = InProcessHarness(target, template)
-    try:
-        results = []
-        for scenario, run in jobs:
-            results.append(await harness.run(scenario, run))
-            report(results[-1])
-        return results
-    finally:
-        harness.close()
-
-
-async def _sequential_remote(
-    target: Remote, jobs: list[tuple[Scenario, int]], report: Progress
-) -> list[RunResult]:
-    results = []
-    for scenario, run in jobs:
-        results.append(await run_remote(target, scenario, run))
-        report(results[-1])
-    return results
-
-
-def _ordered(scenarios: list[Scenario], results: list[RunResult]) -> list[RunResult]:
-    rank = {s.id: i for i, s in enumerate(scenarios)}
-    return sorted(results, key=lambda r: (rank[r.scenario], r.run))

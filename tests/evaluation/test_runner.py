@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from app.evaluation.load import parse_scenario
-from app.evaluation.runner import InProcess, InProcessHarness, Remote, run_all, run_remote
+from app.evaluation.runner import InProcess, InProcessHarness, Remote, run_remote
 from app.evaluation.scenario import Scenario
 from app.llm.local.templates import ASK
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
@@ -227,10 +227,3 @@ async def test_a_running_service_over_its_url_with_an_operator_key(
     assert str(again.failures[0]).startswith(
         "called (session 1 turn 2): request_refund(success) not called"
     )
-
-
-def test_run_all_orders_results_and_runs_each_scenario_k_times() -> None:
-    scenarios = [scenario(REFUND_89, "b"), scenario(REFUND_89.replace("我要退款", "退款"), "a")]
-    results = run_all(scenarios, LOCAL, runs=2, workers=1)
-    assert [(r.scenario, r.run) for r in results] == [("b", 0), ("b", 1), ("a", 0), ("a", 1)]
-    assert all(r.passed for r in results)  # every run on a fresh copy of the demo database
