@@ -12,7 +12,7 @@ import httpx
 
 from app.errors import InternalError
 from app.evaluation.scenario import Decision, SeedMemory
-from app.testing import read_events
+from app.testing import post_message_stream, read_events
 
 UNEXPECTED = "rejected by hermes eval: the scenario expects no approval here"
 
@@ -65,41 +65,16 @@ class ServiceClient:
     async def turn(self, session_id: str, content: str, decide: Decide) -> TurnRecord:
         record = TurnRecord(content)
         calls: dict[str, ToolRun] = {}
-        async with self.http.stream(
-            "POST",
-            f"/v1/sessions/{session_id}/messages",
-            json={"content": content},
-            headers={"Accept": "text/event-stream"},
-        ) as response:
+        async with post_message_stream(self.http, session_id, content) as response:
             if response.status_code != 200:
                 await response.aread()
                 record.status = _error_code(response)
                 return record
             async for event in read_events(response):
                 data = event.data if isinstance(event.data, dict) else {}
-                kind = event.event
-                if kind == "message.completed":
-                    record.replies.append(str(data.get("text") or ""))
-                elif kind == "tool.started":
-                    calls[data["call_id"]] = run = ToolRun(data["tool"])
-                    record.tools.append(run)
-                elif kind == "tool.completed":
-                    run = calls.get(data["call_id"]) or ToolRun(data["tool"])
-                    if data["call_id"] not in calls:
-                        record.tools.append(run)
-                    run.status = data.get("status")
-                    error = (data.get("result") or {}).get("error") or {}
-                    run.code = error.get("code") if isinstance(error, dict) else None
-                elif kind == "approval.requested":
+                if event.event == "approval.requested":
                     record.approvals.append(await self._decide(session_id, data, decide))
-                elif kind == "memory.recalled":
-                    record.recalled += [i["key"] for i in data.get("items", []) if i.get("key")]
-                elif kind == "memory.forgotten":
-                    record.forgotten += int(data.get("count", 0))
-                elif kind == "turn.failed":
-                    record.status = str(data.get("code") or "turn_failed")
-                    break
-                elif kind == "turn.completed":
+                elif _note(record, calls, event.event, data):
                     break
         return record
 
@@ -145,6 +120,30 @@ class ServiceClient:
             response = await self.http.delete(url, params={"reason": "hermes_eval_reset"})
             if response.status_code not in (204, 404):
                 await self._json(response)
+
+
+def _note(record: TurnRecord, calls: dict[str, ToolRun], kind: str, data: dict[str, Any]) -> bool:
+    """Record one event of the turn; True when it ends the turn."""
+    if kind == "message.completed":
+        record.replies.append(str(data.get("text") or ""))
+    elif kind == "tool.started":
+        calls[data["call_id"]] = run = ToolRun(data["tool"])
+        record.tools.append(run)
+    elif kind == "tool.completed":
+        run = calls.get(data["call_id"]) or ToolRun(data["tool"])
+        if data["call_id"] not in calls:
+            record.tools.append(run)
+        run.status = data.get("status")
+        error = (data.get("result") or {}).get("error") or {}
+        run.code = error.get("code") if isinstance(error, dict) else None
+    elif kind == "memory.recalled":
+        record.recalled += [i["key"] for i in data.get("items", []) if i.get("key")]
+    elif kind == "memory.forgotten":
+        record.forgotten += int(data.get("count", 0))
+    elif kind == "turn.failed":
+        record.status = str(data.get("code") or "turn_failed")
+        return True
+    return kind == "turn.completed"
 
 
 class EvalHttpError(InternalError):
