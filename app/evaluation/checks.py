@@ -183,7 +183,12 @@ def _memory(
     items = memories or []
     for want in spec.memory.stored:
         if not any(_holds(want, m, ("active",)) for m in items):
-            have = ", ".join(f"{m['key']}={m['value']}({m['status']})" for m in items) or "none"
+            have = (
+                ", ".join(
+                    f"{m['key']}={m['value']} ({m['status']}, {m['confidence']})" for m in items
+                )
+                or "none"
+            )
             out.append(Failure("memory", where, f"{want.describe()} not stored; memories: {have}"))
     for want in spec.memory.absent:
         hit = next((m for m in items if _holds(want, m, ("active", "pending"))), None)

@@ -58,7 +58,10 @@ class MemoryMatch:
     min_confidence: float | None = None
 
     def describe(self) -> str:
-        return self.key if self.value is None else f"{self.key}={self.value}"
+        text = self.key if self.value is None else f"{self.key}={self.value}"
+        return (
+            text if self.min_confidence is None else f"{text} (confidence ≥ {self.min_confidence})"
+        )
 
 
 @dataclass(frozen=True)
