@@ -12,6 +12,7 @@ import httpx
 
 from app.errors import InternalError
 from app.evaluation.scenario import Decision, SeedMemory
+from app.events import EventType
 from app.testing import post_message_stream, read_events
 
 UNEXPECTED = "rejected by hermes eval: the scenario expects no approval here"
@@ -72,7 +73,7 @@ class ServiceClient:
                 return record
             async for event in read_events(response):
                 data = event.data if isinstance(event.data, dict) else {}
-                if event.event == "approval.requested":
+                if event.event == EventType.APPROVAL_REQUESTED:
                     record.approvals.append(await self._decide(session_id, data, decide))
                 elif _note(record, calls, event.event, data):
                     break
@@ -124,26 +125,26 @@ class ServiceClient:
 
 def _note(record: TurnRecord, calls: dict[str, ToolRun], kind: str, data: dict[str, Any]) -> bool:
     """Record one event of the turn; True when it ends the turn."""
-    if kind == "message.completed":
+    if kind == EventType.MESSAGE_COMPLETED:
         record.replies.append(str(data.get("text") or ""))
-    elif kind == "tool.started":
+    elif kind == EventType.TOOL_STARTED:
         calls[data["call_id"]] = run = ToolRun(data["tool"])
         record.tools.append(run)
-    elif kind == "tool.completed":
+    elif kind == EventType.TOOL_COMPLETED:
         run = calls.get(data["call_id"]) or ToolRun(data["tool"])
         if data["call_id"] not in calls:
             record.tools.append(run)
         run.status = data.get("status")
         error = (data.get("result") or {}).get("error") or {}
         run.code = error.get("code") if isinstance(error, dict) else None
-    elif kind == "memory.recalled":
+    elif kind == EventType.MEMORY_RECALLED:
         record.recalled += [i["key"] for i in data.get("items", []) if i.get("key")]
-    elif kind == "memory.forgotten":
+    elif kind == EventType.MEMORY_FORGOTTEN:
         record.forgotten += int(data.get("count", 0))
-    elif kind == "turn.failed":
+    elif kind == EventType.TURN_FAILED:
         record.status = str(data.get("code") or "turn_failed")
         return True
-    return kind == "turn.completed"
+    return kind == EventType.TURN_COMPLETED
 
 
 class EvalHttpError(InternalError):
