@@ -18,6 +18,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -57,6 +58,7 @@ class BatchWriter(Generic[C]):
         self._jobs_run = 0
         self._control_statements = 0
         self._retries = 0
+        self.busy_s = 0.0  # time spent running batches: near all of it = writes queue up
 
     # -- what an engine provides ---------------------------------------------------------------
 
@@ -77,6 +79,10 @@ class BatchWriter(Generic[C]):
     def _retryable(self, exc: BaseException) -> bool:
         """True for errors that mean "another writer got in the way: run the batch again"."""
         return False
+
+    def _begin(self, conn: Any, *, isolated: bool) -> None:
+        """Start a batch's transaction; `isolated`: its jobs will run in savepoints."""
+        self._control(conn, self.begin_sql)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -147,6 +153,7 @@ class BatchWriter(Generic[C]):
                         stop = True
                         break
                     batch.append(more)
+                started = time.perf_counter()
                 try:
                     conn = self._usable(conn)
                 except Exception as exc:
@@ -154,6 +161,7 @@ class BatchWriter(Generic[C]):
                     outcomes: list[Outcome] = [(j, None, exc) for j in batch]
                 else:
                     outcomes = self._run_batch(conn, batch)
+                self.busy_s += time.perf_counter() - started
                 loop.call_soon_threadsafe(_deliver, outcomes)
                 if stop:
                     break
@@ -186,7 +194,7 @@ class BatchWriter(Generic[C]):
         of them fails is the transaction rolled back and the batch run again with a savepoint
         around every job, so the failure stays the failing job's own."""
         try:
-            self._control(conn, self.begin_sql)
+            self._begin(conn, isolated=False)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
@@ -202,12 +210,12 @@ class BatchWriter(Generic[C]):
                     return [(job, None, exc)]
                 return self._isolated(conn, batch, last=last)
             outcomes.append((job, result, None))
-        return self._commit(conn, batch, outcomes, last=last)
+        return self._commit(conn, batch, outcomes, last=last, isolate=len(batch) > 1)
 
     def _isolated(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
         """The batch again, each job in a savepoint: the failing ones roll back alone."""
         try:
-            self._control(conn, self.begin_sql)
+            self._begin(conn, isolated=True)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
         outcomes: list[Outcome] = []
@@ -228,8 +236,17 @@ class BatchWriter(Generic[C]):
         return self._commit(conn, batch, outcomes, last=last)
 
     def _commit(
-        self, conn: Any, batch: list[_Job[Any]], outcomes: list[Outcome], *, last: bool
+        self,
+        conn: Any,
+        batch: list[_Job[Any]],
+        outcomes: list[Outcome],
+        *,
+        last: bool,
+        isolate: bool = False,
     ) -> list[Outcome] | None:
+        """Commit; if that fails and `isolate`, the batch again in savepoints: an engine that
+        reports a statement's error only at the commit (PostgreSQL's pipeline) still fails
+        only the job that ran it."""
         try:
             self._control(conn, "COMMIT")
             self.commits += 1
@@ -238,6 +255,8 @@ class BatchWriter(Generic[C]):
                 self._control(conn, "ROLLBACK")
             if not last and self._retryable(exc):
                 return None
+            if isolate:
+                return self._isolated(conn, batch, last=last)
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             return [(job, None, exc) for job in batch]
         return outcomes
