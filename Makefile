@@ -1,11 +1,12 @@
 # Two commands on a fresh machine (Python 3.11+ with venv):
 #   make run    install everything, start Hermes on 127.0.0.1:8000 with SQLite at ./var/hermes.db
 #   make test   install everything (with dev tools), run lint, type checks and the whole test suite
+#   make eval   the scenario evaluation (evals/) with hermes/local; fails below the targets
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test install bench clean
+.PHONY: run test eval install bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,11 @@ test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# Scenarios against an in-process service with the offline model, whatever the shell sets.
+eval: install
+	mkdir -p var
+	HERMES_MODEL=hermes/local $(BIN)/hermes eval evals --quiet --json var/eval.json
 
 bench: install
 	$(BIN)/python bench/turn_overhead.py

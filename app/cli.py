@@ -1,4 +1,5 @@
-"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, and the NLU tools."""
+"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, the NLU tools, and
+`hermes eval`."""
 
 from __future__ import annotations
 
@@ -120,10 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     copy.set_defaults(func=_migrate_sqlite_to_postgres)
 
     from app.demo.cli import add_demo_data_command
+    from app.evaluation.cli import register as register_eval
     from app.nlu.cli import register as register_nlu
 
     add_demo_data_command(sub)
     register_nlu(sub)
+    register_eval(sub)
     return parser
 
 

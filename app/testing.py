@@ -143,6 +143,20 @@ async def read_events(
 TERMINAL = TERMINAL_TURN_EVENTS
 
 
+@contextlib.asynccontextmanager
+async def post_message_stream(
+    client: httpx.AsyncClient, session_id: str, content: str, **extra: Any
+) -> AsyncIterator[httpx.Response]:
+    """POST a message with Accept: text/event-stream; the response, its body not yet read."""
+    async with client.stream(
+        "POST",
+        f"/v1/sessions/{session_id}/messages",
+        json={"content": content, **extra},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        yield response
+
+
 async def stream_turn(
     client: httpx.AsyncClient,
     session_id: str,
@@ -155,12 +169,7 @@ async def stream_turn(
     With `decide` ("approve" or "reject"), every approval the turn waits for is decided over
     the API as an operator would."""
     events: list[SseEvent] = []
-    async with client.stream(
-        "POST",
-        f"/v1/sessions/{session_id}/messages",
-        json={"content": content, **extra},
-        headers={"Accept": "text/event-stream"},
-    ) as response:
+    async with post_message_stream(client, session_id, content, **extra) as response:
         if response.status_code != 200:
             await response.aread()
             raise AssertionError(f"{response.status_code}: {response.text}")

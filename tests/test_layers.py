@@ -30,7 +30,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime",),
     ("api",),
     ("main",),  # the ASGI application
-    ("cli", "testing"),  # the command line, and the whole-service harness for tests and benches
+    ("testing",),  # the whole-service harness for tests, benches and the evaluation
+    ("evaluation",),  # `hermes eval`: scenarios played against the service over its API
+    ("cli",),  # the command line
 )
 RANK = {name: row for row, names in enumerate(LAYERS) for name in names}
 
