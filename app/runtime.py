@@ -288,13 +288,15 @@ async def open_runtime(
         stack.push_async_callback(sweeper.stop)
 
         bus = EventBus()
-        if settings.shared_redis_url:
+        fanout = None
+        if shared is not None:
             # Followers here get the live events of turns other processes run, and theirs ours.
             # (redis costs ~0.1 s to import: only when configured.)
             from app.conversation.fanout import RedisFanout
 
-            fanout = RedisFanout(bus, settings.shared_redis_url, settings.redis_prefix)
+            fanout = RedisFanout(bus, shared)
             await fanout.start()
+            stack.callback(metrics.watch_fanout(fanout.counts))
             stack.push_async_callback(fanout.aclose)  # after the turns stop: their last events
         stores = TurnStores.on(db, bus.publish)
 

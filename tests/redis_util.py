@@ -46,15 +46,29 @@ def redis_prefix() -> Iterator[str]:
         yield prefix
 
 
+def proxied_url(port: int) -> str:
+    """`REDIS_URL` (its credentials and database) through a proxy listening on `port`."""
+    parts = urlsplit(REDIS_URL)
+    netloc = f"127.0.0.1:{port}"
+    if parts.username or parts.password:
+        netloc = f"{parts.netloc.rpartition('@')[0]}@{netloc}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redis_proxy() -> TcpProxy:
+    """A proxy (not started yet) in front of `REDIS_URL`'s server."""
+    parts = urlsplit(REDIS_URL)
+    return TcpProxy(parts.hostname or "127.0.0.1", parts.port or 6379)
+
+
 @contextlib.asynccontextmanager
 async def proxied_redis() -> AsyncIterator[tuple[TcpProxy, str]]:
-    """A started proxy in front of `REDIS_URL`'s server and the URL that goes through it (same
-    database number); the proxy is closed afterwards."""
-    parts = urlsplit(REDIS_URL)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 6379)
+    """A started proxy in front of `REDIS_URL`'s server and the URL that goes through it; the
+    proxy is closed afterwards."""
+    proxy = redis_proxy()
     port = await proxy.start()
     try:
-        yield proxy, urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
+        yield proxy, proxied_url(port)
     finally:
         await proxy.close()
 
