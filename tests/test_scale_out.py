@@ -28,6 +28,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer, Gate, Reply
 from app.testing import SseEvent, read_events
+from tests.api.test_fanout import fanout_metrics
 from tests.conftest import copy_demo
 from tests.postgres import fresh_database
 from tests.redis_util import REDIS_URL, key_prefix
@@ -146,6 +147,10 @@ async def test_a_follower_on_b_sees_a_turn_on_a_live_and_a_resume_on_c_gets_the_
     assert len(cluster.llm.requests) == 1
     owner, token, expires_at = _lease(cluster, session_id)
     assert (_pid(owner), token, expires_at) == (cluster.procs[0].pid, 1, 0), "released by A"
+    # Each process's own counts: A published the turn's events, B and C received them.
+    published, received = "hermes_fanout_published_total", "hermes_fanout_received_total"
+    assert (await fanout_metrics(a))[published] > 0
+    assert (await fanout_metrics(b))[received] > 0 and (await fanout_metrics(c))[received] > 0
 
 
 async def test_posts_to_one_session_through_every_process_at_once_run_one_turn(
@@ -153,7 +158,8 @@ async def test_posts_to_one_session_through_every_process_at_once_run_one_turn(
 ) -> None:
     pids = [proc.pid for proc in cluster.procs]
     for client in clients:  # connections open before the race, so the posts leave together
-        assert (await client.get("/healthz")).status_code == 200
+        health = (await client.get("/healthz")).json()
+        assert health["checks"] == {"database": "ok", "redis": "ok"}, health
     for round_ in range(3):
         session_id = await _new_session(clients[0])
         # The accepted turn lasts a second: the other posts arrive while it runs.
