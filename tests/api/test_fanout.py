@@ -139,10 +139,11 @@ async def test_redis_cut_mid_turn_b_polls_then_goes_live_again(
             ids = [int(e.id or 0) for e in events]
             assert ids == list(range(2, 2 + len(ids))), "a gap or a duplicate"
             assert "".join(e.data["text"] for e in events if e.event == "message.delta") == words
+            fanouts = [a.runtime.fanout, fanout]
             async with asyncio.timeout(10):
-                while not fanout.live:  # noqa: ASYNC110 (another component's state)
-                    await asyncio.sleep(0.01)
+                while not all(f is not None and f.live for f in fanouts):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # (another component's state)
             back = await fanout_metrics(b.client)
-            assert back["hermes_fanout_polling"] == 0
+            assert back["hermes_fanout_polling"] == 0  # A's and B's, one registry
             polled = "hermes_fanout_polling_seconds_total"
             assert back[polled] > cut[polled]  # the outage counted until its end
