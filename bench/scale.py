@@ -30,15 +30,14 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._hermes import start_hermes
+from bench._pg import create_database, drop_database
 from bench._procs import CpuMeter, pct, python, spawn, stop, wait_port_file
 from bench.load import customers, make_plan, tools_file, warm_up
 
-PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
@@ -68,23 +67,6 @@ class Result:
     p95_ms: float
     failures: int
     hermes_cores: float
-
-
-def create_database() -> str:
-    import psycopg
-
-    name = f"hermes_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return urlsplit(PG_ADMIN_URL)._replace(path=f"/{name}").geturl()
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def drop_redis_prefix(prefix: str) -> None:

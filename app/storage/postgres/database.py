@@ -96,6 +96,9 @@ class PgConnection:
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
         self.statements = 0
+        # Lease fences checked (and their rows locked) in the current transaction; None inside
+        # savepoints, whose rollback would release the lock (app.storage.fence).
+        self.fences_checked: set[Any] | None = None
         self.events = 0
         self.event_bytes = 0
 
@@ -238,6 +241,10 @@ class PostgresDatabase(BatchWriter[PgConnection]):
 
     def _control(self, conn: Any, sql: str) -> None:
         self._control_statements += 1
+        if sql == self.begin_sql:
+            conn.fences_checked = set()
+        elif sql.startswith("SAVEPOINT"):
+            conn.fences_checked = None
         conn.raw.execute(sql)
 
     # -- reads --------------------------------------------------------------------------------
