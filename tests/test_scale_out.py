@@ -115,7 +115,7 @@ async def test_a_follower_on_b_sees_a_turn_on_a_live_and_a_resume_on_c_gets_the_
         assert gate.reached and not posted.done()
         assert "turn.completed" not in [e.event for e in seen_b]
         assert await _running_steps(c, session_id) == ["generate_response"]
-        owner, token, expires_at = _lease(cluster, session_id)
+        owner, token, expires_at = await asyncio.to_thread(_lease, cluster, session_id)
         assert _pid(owner) == cluster.procs[0].pid and token == 1 and expires_at > time.time()
         _assert_consecutive(seen_b)
 
@@ -145,8 +145,8 @@ async def test_a_follower_on_b_sees_a_turn_on_a_live_and_a_resume_on_c_gets_the_
         (e.id, e.event, e.raw) for e in after_resume
     ], "the resume on C is not exactly the events after its Last-Event-ID"
     assert len(cluster.llm.requests) == 1
-    owner, token, expires_at = _lease(cluster, session_id)
-    assert (_pid(owner), token, expires_at) == (cluster.procs[0].pid, 1, 0), "released by A"
+    owner, token = await _released(cluster, session_id)
+    assert (_pid(owner), token) == (cluster.procs[0].pid, 1), "A ran it, the lease never moved"
     # Each process's own counts: A published the turn's events, B and C received them.
     published, received = "hermes_fanout_published_total", "hermes_fanout_received_total"
     assert (await fanout_metrics(a))[published] > 0
@@ -162,11 +162,18 @@ async def test_posts_to_one_session_through_every_process_at_once_run_one_turn(
         assert health["checks"] == {"database": "ok", "redis": "ok"}, health
     for round_ in range(3):
         session_id = await _new_session(clients[0])
-        # The accepted turn lasts a second: the other posts arrive while it runs.
-        cluster.llm.enqueue(Reply(f"answer {round_}", delay=1.0))
+        gate = Gate(after=0)
+        cluster.llm.enqueue(Reply(f"answer {round_}", gate=gate))
         contents = [f"round {round_} via {name}" for name in "ABC"]
-        posts = zip(clients, contents, strict=True)
-        answers = await asyncio.gather(*(_post(client, session_id, text) for client, text in posts))
+        posts = [
+            asyncio.ensure_future(_post(client, session_id, text))
+            for client, text in zip(clients, contents, strict=True)
+        ]
+        # The accepted turn waits at its model until the other two posts have their answer:
+        # they all arrive while it runs, however slowly this machine serves them.
+        await _until_done(posts, 2)
+        gate.open()
+        answers = await asyncio.gather(*posts)
 
         statuses = [answer.status_code for answer in answers]
         assert sorted(statuses) == [200, 409, 409], [a.text for a in answers]
@@ -181,8 +188,8 @@ async def test_posts_to_one_session_through_every_process_at_once_run_one_turn(
         stored = (await clients[2].get(f"/v1/sessions/{session_id}/messages")).json()["items"]
         assert [m["content"] for m in stored if m["role"] == "user"] == [contents[accepted]]
         # One owner: the process that accepted the message ran its turn, then let go.
-        owner, token, expires_at = _lease(cluster, session_id)
-        assert (_pid(owner), token, expires_at) == (pids[accepted], 1, 0)
+        owner, token = await _released(cluster, session_id)
+        assert (_pid(owner), token) == (pids[accepted], 1)
     assert all(proc.poll() is None for proc in cluster.procs)
 
 
@@ -197,6 +204,15 @@ async def _new_session(client: httpx.AsyncClient) -> str:
 
 async def _post(client: httpx.AsyncClient, session_id: str, content: str) -> httpx.Response:
     return await client.post(f"/v1/sessions/{session_id}/messages", json={"content": content})
+
+
+async def _until_done(tasks: list[asyncio.Future[httpx.Response]], n: int) -> None:
+    """Until `n` of `tasks` are done (or 15 s went by: the assertions after say what happened)."""
+    deadline = time.monotonic() + 15
+    while sum(t.done() for t in tasks) < n and time.monotonic() < deadline:
+        pending = [t for t in tasks if not t.done()]
+        left = deadline - time.monotonic()
+        await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
 
 async def _read(
@@ -242,6 +258,17 @@ def _lease(cluster: Cluster, session_id: str) -> tuple[str, int, float]:
     assert len(rows) == 1, rows
     owner, token, expires_at = rows[0]
     return str(owner), int(token), float(expires_at)
+
+
+async def _released(cluster: Cluster, session_id: str) -> tuple[str, int]:
+    """(owner, token) of the session's lease once its owner let go (right after answering)."""
+    deadline = time.monotonic() + 15
+    while True:
+        owner, token, expires_at = await asyncio.to_thread(_lease, cluster, session_id)
+        if expires_at == 0:
+            return owner, token
+        assert time.monotonic() < deadline, "the owner never let go of the lease"
+        await asyncio.sleep(0.05)
 
 
 def _pid(owner: str) -> int:
