@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
@@ -63,6 +63,7 @@ from app.workflow.service import StepService
 from app.workflow.watchdog import Watchdog
 
 if TYPE_CHECKING:
+    from app.conversation.fanout import RedisFanout
     from app.tools.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
@@ -84,20 +85,40 @@ class Runtime:
     memory: MemoryService
     mcp: McpManager | None  # None when no MCP server is configured
     model: ChatModel
+    shared: SharedRedis | None = None  # HERMES_REDIS_URL: limits, breakers...
+    fanout: RedisFanout | None = None  # ...and the fan-out of session events
     started_at: float = field(default_factory=time.time)
 
     async def health_checks(self) -> dict[str, str]:
-        """Readiness by dependency: "ok" or "error: <type>" (never the message: it may leak)."""
+        """Readiness by dependency: "ok", "degraded: <what still works>" (the service runs
+        without it, less well) or "error: <type>" (never the message: it may leak)."""
         checks: dict[str, str] = {}
         try:
             await self.db.ping()
             checks["database"] = "ok"
         except Exception as exc:
             checks["database"] = f"error: {type(exc).__name__}"
+        if self.shared is not None:
+            # Without Redis every request is still served: other processes' events come by
+            # polling the database, limits and breakers are this process's own.
+            live = self.fanout is None or self.fanout.live
+            ok = await self.shared.answers() and live
+            checks["redis"] = "ok" if ok else REDIS_DEGRADED
         return checks
 
     def uptime_s(self) -> float:
         return round(time.time() - self.started_at, 3)
+
+
+REDIS_DEGRADED = "degraded: polling the database"
+
+
+def health_status(checks: dict[str, str]) -> Literal["ok", "degraded", "failing"]:
+    """ "failing" if a dependency the service cannot run without fails (take this process out
+    of the load balancer), "degraded" if it runs without one, else "ok"."""
+    if any(value.startswith("error") for value in checks.values()):
+        return "failing"
+    return "ok" if all(value == "ok" for value in checks.values()) else "degraded"
 
 
 def model_configs(settings: Settings) -> tuple[ModelConfig, list[ModelConfig]]:
@@ -288,13 +309,15 @@ async def open_runtime(
         stack.push_async_callback(sweeper.stop)
 
         bus = EventBus()
-        if settings.shared_redis_url:
+        fanout = None
+        if shared is not None:
             # Followers here get the live events of turns other processes run, and theirs ours.
             # (redis costs ~0.1 s to import: only when configured.)
             from app.conversation.fanout import RedisFanout
 
-            fanout = RedisFanout(bus, settings.shared_redis_url, settings.redis_prefix)
+            fanout = RedisFanout(bus, shared)
             await fanout.start()
+            stack.callback(metrics.watch_fanout(fanout.counts))
             stack.push_async_callback(fanout.aclose)  # after the turns stop: their last events
         stores = TurnStores.on(db, bus.publish)
 
@@ -417,4 +440,6 @@ async def open_runtime(
             memory=memory,
             mcp=mcp,
             model=model,
+            shared=shared,
+            fanout=fanout,
         )

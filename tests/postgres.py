@@ -6,6 +6,7 @@ cannot be reached the test is skipped, except in CI (`CI=true`), where that is a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -27,8 +28,9 @@ def _admin() -> psycopg.Connection:
         pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}")
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+@contextlib.contextmanager
+def fresh_database() -> Iterator[str]:
+    """The URL of a new, empty database, dropped (with its connections) afterwards."""
     name = f"hermes_test_{uuid.uuid4().hex}"
     with _admin() as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -39,3 +41,9 @@ def pg_url() -> Iterator[str]:
             admin.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with fresh_database() as url:
+        yield url

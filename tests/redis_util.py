@@ -10,22 +10,23 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import redis.asyncio
+import redis
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-@pytest.fixture
-async def redis_prefix() -> AsyncIterator[str]:
+@contextlib.contextmanager
+def key_prefix() -> Iterator[str]:
     """A unique prefix `hermes-test-<hex>`; every key `<prefix>*` is deleted afterwards."""
-    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(REDIS_URL)
     try:
-        await client.ping()
+        client.ping()
     except (redis.RedisError, OSError) as exc:
-        await client.aclose()
+        client.close()
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"Redis is not reachable at {REDIS_URL}: {exc}")
@@ -33,10 +34,43 @@ async def redis_prefix() -> AsyncIterator[str]:
     try:
         yield prefix
     finally:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=500)]
+        keys = list(client.scan_iter(match=f"{prefix}*", count=500))
         if keys:
-            await client.delete(*keys)
-        await client.aclose()
+            client.delete(*keys)
+        client.close()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    with key_prefix() as prefix:
+        yield prefix
+
+
+def proxied_url(port: int) -> str:
+    """`REDIS_URL` (its credentials and database) through a proxy listening on `port`."""
+    parts = urlsplit(REDIS_URL)
+    netloc = f"127.0.0.1:{port}"
+    if parts.username or parts.password:
+        netloc = f"{parts.netloc.rpartition('@')[0]}@{netloc}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redis_proxy() -> TcpProxy:
+    """A proxy (not started yet) in front of `REDIS_URL`'s server."""
+    parts = urlsplit(REDIS_URL)
+    return TcpProxy(parts.hostname or "127.0.0.1", parts.port or 6379)
+
+
+@contextlib.asynccontextmanager
+async def proxied_redis() -> AsyncIterator[tuple[TcpProxy, str]]:
+    """A started proxy in front of `REDIS_URL`'s server and the URL that goes through it; the
+    proxy is closed afterwards."""
+    proxy = redis_proxy()
+    port = await proxy.start()
+    try:
+        yield proxy, proxied_url(port)
+    finally:
+        await proxy.close()
 
 
 class TcpProxy:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.test_durability import _free_port, _wait_healthy
+from tests.serve_util import free_port, hermes_env, spawn_hermes, wait_healthy
 
 
 def run_hermes(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -105,20 +105,13 @@ def test_several_workers_without_postgresql_are_refused_in_one_line(tmp_path: Pa
 async def test_two_workers_on_postgresql_share_the_port_and_serve_turns(
     tmp_path: Path, pg_url: str, fake_llm: Any
 ) -> None:
-    port = _free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
-        "HERMES_DATABASE_URL": pg_url,
-        "HERMES_MODEL": "openai/test-model",
-        "HERMES_MODEL_API_BASE": fake_llm.url,
-        "HERMES_MODEL_API_KEY": "sk-test",
-        "HERMES_LOG_LEVEL": "WARNING",
-    }
+    port = free_port()
+    env = hermes_env(fake_llm.url, HERMES_DATABASE_URL=pg_url)
     log = tmp_path / "serve.log"
-    proc = _spawn(["serve", "--workers", "2", "--port", str(port)], env, log)
+    proc = spawn_hermes(["serve", "--workers", "2", "--port", str(port)], env, log)
     try:
         base = f"http://127.0.0.1:{port}"
-        await _wait_healthy(base, proc, log)
+        await wait_healthy(base, proc, log)
         assert len(_workers(proc.pid)) == 2
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             for n in range(4):
@@ -132,16 +125,6 @@ async def test_two_workers_on_postgresql_share_the_port_and_serve_turns(
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
     assert proc.returncode == 0, log.read_text()
-
-
-def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as sink:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=sink,
-        )
 
 
 def _workers(pid: int) -> list[int]:

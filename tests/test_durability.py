@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +13,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer, Reply
 from app.testing import read_events
+from tests.serve_util import free_port, hermes_env, spawn_hermes, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -23,48 +21,15 @@ SESSIONS = int(os.environ.get("HERMES_TEST_DURABILITY_SESSIONS", "8"))
 ACKS_BEFORE_KILL = int(os.environ.get("HERMES_TEST_DURABILITY_ACKS", "40"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start(db: Path, port: int, llm: FakeLLMServer) -> subprocess.Popen[bytes]:
-    log = db.with_suffix(".log").open("ab")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
-        "HERMES_MODEL": "openai/test-model",
-        "HERMES_MODEL_API_BASE": llm.url,
-        "HERMES_MODEL_API_KEY": "sk-test",
-        "HERMES_LOG_LEVEL": "WARNING",
-        "HERMES_BUSY_POLICY": "enqueue",
-    }
-    with log:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", str(db)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-
-
-async def _wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    async with httpx.AsyncClient(base_url=base) as client:
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()  # noqa: ASYNC240
-            try:
-                if (await client.get("/healthz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("server did not become healthy")
+    env = hermes_env(llm.url, HERMES_BUSY_POLICY="enqueue")
+    args = ["serve", "--port", str(port), "--db", str(db)]
+    return spawn_hermes(args, env, db.with_suffix(".log"))
 
 
 async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     db = tmp_path / "durable.db"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with FakeLLMServer(default=Reply("an answer in a few words", chunk_delay=0.002)) as llm:
         proc = _start(db, port, llm)
@@ -73,7 +38,7 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
         acked_events: dict[str, dict[str, str]] = {}  # session -> {seq: type}
         stop = asyncio.Event()
         try:
-            await _wait_healthy(base, proc, db.with_suffix(".log"))
+            await wait_healthy(base, proc, db.with_suffix(".log"))
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:
 
                 async def talk(n: int) -> None:
@@ -108,7 +73,7 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
 
         proc = _start(db, port, llm)
         try:
-            await _wait_healthy(base, proc, db.with_suffix(".log"))
+            await wait_healthy(base, proc, db.with_suffix(".log"))
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:
                 for session_id in acked_sessions:
                     assert (await client.get(f"/v1/sessions/{session_id}")).status_code == 200

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.runtime import SharedHttpClient
+from app.runtime import REDIS_DEGRADED, SharedHttpClient, health_status
 
 
 async def test_http_tools_client_is_made_on_first_use_and_shared() -> None:
@@ -23,3 +23,13 @@ async def test_closing_an_unused_client_is_a_no_op() -> None:
     shared = SharedHttpClient()
     await shared.aclose()
     assert shared._client is None
+
+
+def test_only_a_failing_required_dependency_makes_the_process_failing() -> None:
+    assert health_status({"database": "ok"}) == "ok"
+    assert health_status({"database": "ok", "redis": "ok"}) == "ok"
+    assert health_status({"database": "ok", "redis": REDIS_DEGRADED}) == "degraded"
+    assert health_status({"database": "error: OperationalError"}) == "failing"
+    assert health_status({"database": "error: OperationalError", "redis": REDIS_DEGRADED}) == (
+        "failing"
+    )

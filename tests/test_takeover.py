@@ -5,10 +5,8 @@ the new owner, and the tool call that had already succeeded is not run again."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.testing import SseEvent, read_events
-from tests.test_durability import _free_port, _wait_healthy
+from tests.serve_util import free_port, hermes_env, spawn_hermes, stop, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -50,28 +48,19 @@ def _start(
     # On SQLite a gone process of this host frees its leases at once; on PostgreSQL (owners may
     # be on other machines) the survivor waits for the lease to expire.
     database = {"HERMES_DATABASE_URL": url} if url else {}
-    env = {
+    env = hermes_env(
+        llm.url,
         **database,
-        **{k: v for k, v in os.environ.items() if not k.startswith("HERMES_")},
-        "HERMES_MODEL": "openai/test-model",
-        "HERMES_MODEL_API_BASE": llm.url,
-        "HERMES_MODEL_API_KEY": "sk-test",
-        "HERMES_LOCAL_FALLBACK": "false",
-        "HERMES_LLM_TIMEOUT_S": "120",
-        "HERMES_LOG_LEVEL": "WARNING",
-        "HERMES_TOOLS_FILE": str(tools),
-        "HERMES_SESSION_LEASE_S": "2",
-        "HERMES_SESSION_LEASE_RENEW_S": "0.5",
-        "HERMES_SESSION_LEASE_SWEEP_S": "0.2",
-        "LEASE_TEST_SIDE_EFFECTS": str(effects),
-    }
-    with db.with_suffix(f".{port}.log").open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", str(db)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
+        HERMES_LOCAL_FALLBACK="false",
+        HERMES_LLM_TIMEOUT_S="120",
+        HERMES_TOOLS_FILE=str(tools),
+        HERMES_SESSION_LEASE_S="2",
+        HERMES_SESSION_LEASE_RENEW_S="0.5",
+        HERMES_SESSION_LEASE_SWEEP_S="0.2",
+    )
+    env["LEASE_TEST_SIDE_EFFECTS"] = str(effects)
+    args = ["serve", "--port", str(port), "--db", str(db)]
+    return spawn_hermes(args, env, db.with_suffix(f".{port}.log"))
 
 
 async def _session_events(
@@ -104,14 +93,14 @@ async def test_a_killed_owners_session_is_taken_over_and_no_side_effect_runs_twi
             Reply("too late", delay=30),
             Reply("resumed after the takeover"),
         )
-        port_a, port_b = _free_port(), _free_port()
+        port_a, port_b = free_port(), free_port()
         a = _start(db, port_a, llm, tools, effects, database_url)
         procs = [a]
         try:
-            await _wait_healthy(f"http://127.0.0.1:{port_a}", a, db.with_suffix(f".{port_a}.log"))
+            await wait_healthy(f"http://127.0.0.1:{port_a}", a, db.with_suffix(f".{port_a}.log"))
             b = _start(db, port_b, llm, tools, effects, database_url)
             procs.append(b)
-            await _wait_healthy(f"http://127.0.0.1:{port_b}", b, db.with_suffix(f".{port_b}.log"))
+            await wait_healthy(f"http://127.0.0.1:{port_b}", b, db.with_suffix(f".{port_b}.log"))
             async with (
                 httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_a}", timeout=30) as on_a,
                 httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_b}", timeout=30) as on_b,
@@ -150,10 +139,7 @@ async def test_a_killed_owners_session_is_taken_over_and_no_side_effect_runs_twi
                 assert texts[-1] == "resumed after the takeover"
                 assert _lines(effects) == 1  # the resumed turn reused the recorded result
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-                    await asyncio.to_thread(proc.wait, 30)
+            await asyncio.to_thread(stop, procs)
 
 
 async def _tool_succeeded(client: httpx.AsyncClient, session_id: str) -> bool:

@@ -153,7 +153,9 @@ class TurnOut(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "degraded"]
+    # ok: every check "ok"; degraded (200): serving without a dependency it can do without
+    # (Redis); failing (503): a dependency it cannot run without fails (the database).
+    status: Literal["ok", "degraded", "failing"]
     version: str
     uptime_s: float
     checks: dict[str, str]

@@ -32,18 +32,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Awaitable
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from app.conversation.events import EventBus
 from app.events import EventType
+from app.observability.metrics import FanoutCounts
+from app.resilience.redis_client import SharedRedis
 from app.storage.records import Event, dumps
 
 log = logging.getLogger(__name__)
@@ -99,8 +99,7 @@ class RedisFanout:
     def __init__(
         self,
         bus: EventBus,
-        url: str,
-        prefix: str,
+        shared: SharedRedis,
         *,
         poll_s: float = 0.25,
         retry_s: float = 0.5,
@@ -108,17 +107,14 @@ class RedisFanout:
     ) -> None:
         self.origin = uuid.uuid4().hex
         self._bus = bus
-        self._prefix = prefix
+        self._prefix = shared.prefix
         self._poll_s = poll_s
         self._retry_s = retry_s
-        # No hidden retries: a failure must surface here, so followers poll instead of waiting.
-        self._redis = aioredis.Redis.from_url(
-            url,
-            decode_responses=True,
-            retry=Retry(NoBackoff(), 0),
-            socket_connect_timeout=timeout_s,
-            health_check_interval=0,
-        )
+        # The process's one Redis client and pool (its owner closes it): publishing borrows a
+        # pooled connection, the subscription holds one of its own for as long as it lasts.
+        # Its timeouts are short and it retries once at most, so a failure surfaces here and
+        # followers poll instead of waiting; `timeout_s` bounds each round trip on top.
+        self._redis = shared.client
         self._timeout_s = timeout_s
         self._outbox: asyncio.Queue[tuple[str, str]] = asyncio.Queue(_OUTBOX)
         self._unsent: set[str] = set()  # sessions whose messages were dropped: recheck later
@@ -132,9 +128,12 @@ class RedisFanout:
         self._down.set()
         self._broken: set[str] = set()  # "publish", "subscribe": for one warning per outage
         self._tasks: list[asyncio.Task[None]] = []
-        # Messages from other processes delivered here, and our own ones heard back (for tests).
+        # Messages published; from other processes delivered here; our own ones heard back.
+        self.published = 0
         self.received = 0
         self.echoes = 0
+        self._polled_s = 0.0  # finished outages (the subscription down), in seconds
+        self._down_since: float | None = time.monotonic()
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -142,6 +141,13 @@ class RedisFanout:
     def live(self) -> bool:
         """Events of other processes arrive from Redis (not by polling the database)."""
         return self._up.is_set()
+
+    def counts(self) -> FanoutCounts:
+        """For /metrics: messages out and in, and time spent polling the database."""
+        polling_s = self._polled_s
+        if self._down_since is not None:
+            polling_s += time.monotonic() - self._down_since
+        return FanoutCounts(self.published, self.received, not self.live, polling_s)
 
     def subscribed(self) -> set[str]:
         """Sessions whose channel Redis has confirmed: their events arrive live from now on."""
@@ -184,7 +190,6 @@ class RedisFanout:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        await self._redis.aclose()
 
     # -- out: the Relay side the bus calls ------------------------------------------------------
 
@@ -234,6 +239,7 @@ class RedisFanout:
                 for session_id, message in batch:
                     pipe.publish(channel(self._prefix, session_id), message)
                 await _shielded(pipe.execute())
+        self.published += len(batch)
 
     async def _publish_again(self) -> None:
         """Wait until Redis takes messages again, then tell every session whose messages were
@@ -285,9 +291,14 @@ class RedisFanout:
         if up:
             self._down.clear()
             self._up.set()
+            if self._down_since is not None:
+                self._polled_s += time.monotonic() - self._down_since
+                self._down_since = None
         else:
             self._up.clear()
             self._down.set()
+            if self._down_since is None:
+                self._down_since = time.monotonic()
 
     async def _follow_watched(self, pubsub: PubSub) -> None:
         """Keep the connection subscribed to the channels of the sessions followed here."""
@@ -311,7 +322,7 @@ class RedisFanout:
             message = await pubsub.get_message(timeout=None)
             if message is None:
                 continue
-            session_id = str(message["channel"])[start:]
+            session_id = _text(message["channel"])[start:]
             if message["type"] == "subscribe":
                 # From here on nothing is missed; what came before is in the log.
                 self._confirmed.add(session_id)
@@ -319,9 +330,9 @@ class RedisFanout:
             elif message["type"] == "unsubscribe":
                 self._confirmed.discard(session_id)
             elif message["type"] == "message":
-                self._deliver(session_id, str(message["data"]))
+                self._deliver(session_id, message["data"])
 
-    def _deliver(self, session_id: str, raw: str) -> None:
+    def _deliver(self, session_id: str, raw: str | bytes) -> None:
         try:
             message = json.loads(raw)
             if message.get("origin") == self.origin:
@@ -361,6 +372,11 @@ async def _shielded(work: Awaitable[Any]) -> Any:
 def _drop_outcome(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
+
+
+def _text(value: str | bytes) -> str:
+    """A channel name as text (the shared client does not decode replies)."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _first(exc: BaseException) -> BaseException:

@@ -40,15 +40,51 @@ class ToolCall:
     id: str | None = None
 
 
+class Gate:
+    """Holds a streamed `Reply` after its first `after` pieces until `open()`, so a test sees a
+    turn in flight, part of its text out, for as long as it needs: no timing involved. Works
+    across threads (the fake server runs its own event loop); after `timeout_s` closed, the
+    reply goes on anyway, so a failed test cannot hang on it."""
+
+    def __init__(self, after: int, timeout_s: float = 60.0) -> None:
+        self.after = after
+        self.timeout_s = timeout_s
+        self._reached = threading.Event()
+        self._opened = threading.Event()
+
+    @property
+    def reached(self) -> bool:
+        """The reply got to the gate (its first `after` pieces are out)."""
+        return self._reached.is_set()
+
+    def open(self) -> None:
+        self._opened.set()
+
+    async def passage(self) -> None:
+        self._reached.set()
+        await asyncio.to_thread(self._opened.wait, self.timeout_s)
+
+
 @dataclass(frozen=True)
 class Reply:
-    """A text answer, streamed in `chunks` pieces with `chunk_delay` seconds between them."""
+    """A text answer, streamed in `chunks` pieces with `chunk_delay` seconds between them (and
+    held at `gate`, if given, after its first `gate.after` pieces)."""
 
     text: str
     chunks: int | None = None
     chunk_delay: float = 0.0
     delay: float = 0.0
     usage: tuple[int, int] = (10, 5)
+    gate: Gate | None = None
+
+    async def pieces(self) -> AsyncIterator[str]:
+        """The streamed pieces, paced by `chunk_delay` and `gate`."""
+        for i, piece in enumerate(_split(self.text, self.chunks)):
+            if i and self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+            if self.gate is not None and i == self.gate.after:
+                await self.gate.passage()
+            yield piece
 
 
 @dataclass(frozen=True)
@@ -322,9 +358,7 @@ async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any]
         yield chunk({}, "stop")
         return
     if isinstance(step, Reply):
-        for i, piece in enumerate(_split(step.text, step.chunks)):
-            if i and step.chunk_delay:
-                await asyncio.sleep(step.chunk_delay)
+        async for piece in step.pieces():
             yield chunk({"content": piece})
         final = chunk({}, "stop")
         final["usage"] = _usage(*step.usage)
@@ -414,9 +448,7 @@ class ScriptedLLM:
                 yield TextDelta(step.text)
             raise UpstreamLLMError("malformed stream", code="llm_unavailable")
         if isinstance(step, Reply):
-            for i, piece in enumerate(_split(step.text, step.chunks)):
-                if i and step.chunk_delay:
-                    await asyncio.sleep(step.chunk_delay)
+            async for piece in step.pieces():
                 yield TextDelta(piece)
             yield StreamEnd("stop", "scripted", *step.usage)
             return

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.storage.port import Database, DbCounts
@@ -115,3 +116,73 @@ class _DatabaseWork(Collector):
 _DATABASE_WORK = _DatabaseWork()
 REGISTRY.register(_DATABASE_WORK)
 watch_database = _DATABASE_WORK.watch
+
+
+@dataclass(frozen=True)
+class FanoutCounts:
+    """What a process's event fan-out through Redis did (`app.conversation.fanout`)."""
+
+    published: int = 0  # messages published (one per session per batch of committed events)
+    received: int = 0  # messages of other processes handed to followers here
+    polling: bool = False  # the subscription is down: followers here poll the database
+    polling_s: float = 0.0  # seconds spent polling, all outages together
+
+    def __add__(self, other: FanoutCounts) -> FanoutCounts:
+        return FanoutCounts(
+            self.published + other.published,
+            self.received + other.received,
+            self.polling or other.polling,
+            self.polling_s + other.polling_s,
+        )
+
+
+class _Fanouts(Collector):
+    """The fan-out's counts, read at scrape time like the database's (one fan-out per runtime;
+    several only where tests run several runtimes in one process)."""
+
+    def __init__(self) -> None:
+        self._open: list[Callable[[], FanoutCounts]] = []
+        self._closed = FanoutCounts()
+
+    def watch(self, counts: Callable[[], FanoutCounts]) -> Callable[[], None]:
+        """Export `counts()`; the returned callable stops (the totals stay counted)."""
+        self._open.append(counts)
+
+        def stop() -> None:
+            if counts in self._open:
+                self._open.remove(counts)
+                self._closed = self._closed + replace(counts(), polling=False)
+
+        return stop
+
+    def collect(self) -> Iterator[Metric]:
+        if not self._open and self._closed == FanoutCounts():
+            return  # no Redis configured: no fan-out series at all
+        live = [counts() for counts in self._open]
+        total = sum(live, self._closed)
+        yield CounterMetricFamily(
+            "hermes_fanout_published",
+            "Event messages published to Redis for other processes.",
+            value=total.published,
+        )
+        yield CounterMetricFamily(
+            "hermes_fanout_received",
+            "Event messages of other processes received from Redis for followers here.",
+            value=total.received,
+        )
+        yield GaugeMetricFamily(
+            "hermes_fanout_polling",
+            "1 while Redis is away and followers here poll the database for other processes'"
+            " events (live fan-out resumes when it is back).",
+            value=sum(c.polling for c in live),
+        )
+        yield CounterMetricFamily(
+            "hermes_fanout_polling_seconds",
+            "Seconds spent polling the database instead of receiving events from Redis.",
+            value=total.polling_s,
+        )
+
+
+_FANOUTS = _Fanouts()
+REGISTRY.register(_FANOUTS)
+watch_fanout = _FANOUTS.watch

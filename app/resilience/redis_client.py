@@ -10,6 +10,7 @@ every `retry_s`, and the first call it answers ends the outage (logged once too)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -90,6 +91,7 @@ class SharedRedis:
         self._down = False
         self._next_try = 0.0
         self._scripts: dict[str, AsyncScript] = {}
+        self._probe: asyncio.Task[object] | None = None
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -105,6 +107,17 @@ class SharedRedis:
     def down(self) -> bool:
         """In an outage: the last call failed and none has succeeded since."""
         return self._down
+
+    async def answers(self, wait_s: float = 0.5) -> bool:
+        """Redis answered a PING within `wait_s` (for health checks, which must stay fast when
+        Redis hangs). One ping at most is in flight: a slow one goes on after `wait_s` and its
+        outcome still ends or starts an outage; during an outage none is sent more often than
+        every `retry_s` (`run`)."""
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self.run(lambda client: client.ping()))
+            self._probe.add_done_callback(_retrieved)
+        done, _ = await asyncio.wait({self._probe}, timeout=wait_s)
+        return bool(done) and not self._probe.cancelled() and self._probe.exception() is None
 
     async def ping(self) -> None:
         """At start-up: `ConfigError` naming HERMES_REDIS_URL if Redis does not answer."""
@@ -140,7 +153,16 @@ class SharedRedis:
             )
 
     async def aclose(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            await asyncio.gather(self._probe, return_exceptions=True)
         await self.client.aclose()
+
+
+def _retrieved(task: asyncio.Task[object]) -> None:
+    """A probe's failure is its answer (`down`), not an error to report."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def open_shared_redis(url: str | None, prefix: str) -> SharedRedis | None:

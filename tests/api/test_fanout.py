@@ -7,10 +7,11 @@ file; parametrise it for PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import pytest
 
 from app.conversation.fanout import RedisFanout
@@ -18,7 +19,7 @@ from app.llm.testing import FakeLLMServer, Reply
 from app.settings import Settings
 from app.testing import LiveService, SseEvent, read_events, serve
 from tests.conftest import new_session
-from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix  # noqa: F401 (a fixture)
+from tests.redis_util import REDIS_URL, proxied_redis, redis_prefix  # noqa: F401 (a fixture)
 
 WORDS = " ".join(f"w{i}" for i in range(16))
 
@@ -32,6 +33,13 @@ def shared_settings(make_settings: Any, redis_prefix: str) -> Settings:  # noqa:
 async def two(shared_settings: Settings) -> AsyncIterator[tuple[LiveService, LiveService]]:
     async with serve(shared_settings) as a, serve(shared_settings) as b:
         yield a, b
+
+
+async def fanout_metrics(client: httpx.AsyncClient) -> dict[str, float]:
+    """The `hermes_fanout_*` samples a service's /metrics shows."""
+    text = (await client.get("/metrics")).text
+    found = re.findall(r"^(hermes_fanout_\w+) (\S+)$", text, re.MULTILINE)
+    return {name: float(value) for name, value in found}
 
 
 async def collect(svc: LiveService, session_id: str, **headers: str) -> list[SseEvent]:
@@ -48,6 +56,7 @@ async def test_a_follower_on_b_gets_a_turn_running_on_a(
     a, b = two
     fake_llm.enqueue(Reply(WORDS, chunks=16, chunk_delay=0.03))
     session_id = await new_session(a)
+    before = await fanout_metrics(b.client)
     async with b.client.stream(
         "GET", f"/v1/sessions/{session_id}/events", params={"after": 1}
     ) as response:
@@ -55,6 +64,12 @@ async def test_a_follower_on_b_gets_a_turn_running_on_a(
         posted = await a.client.post(f"/v1/sessions/{session_id}/messages", json={"content": "go"})
         assert posted.status_code == 200, posted.text
         live = [e async for e in read_events(response, until="turn.completed")]
+    # (One registry for both services in this process: the counts are A's and B's together.)
+    after = await fanout_metrics(b.client)
+    published = after["hermes_fanout_published_total"] - before["hermes_fanout_published_total"]
+    received = after["hermes_fanout_received_total"] - before["hermes_fanout_received_total"]
+    assert 0 < received <= published  # B heard A's messages; A follows nothing
+    assert after["hermes_fanout_polling"] == 0
     ids = [int(e.id or 0) for e in live]
     assert ids == list(range(2, 2 + len(ids))), "a gap or a duplicate"
     assert "".join(e.data["text"] for e in live if e.event == "message.delta") == WORDS
@@ -94,14 +109,10 @@ async def test_redis_cut_mid_turn_b_polls_then_goes_live_again(
     redis_prefix: str,  # noqa: F811
     fake_llm: FakeLLMServer,
 ) -> None:
-    redis = urlsplit(REDIS_URL)
-    proxy = TcpProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
-    port = await proxy.start()
-    url = urlunsplit(redis._replace(netloc=f"127.0.0.1:{port}"))
-    settings = make_settings(redis_url=url, redis_prefix=redis_prefix)
     words = " ".join(f"w{i}" for i in range(30))
     fake_llm.enqueue(Reply(words, chunks=30, chunk_delay=0.05))
-    try:
+    async with proxied_redis() as (proxy, url):
+        settings = make_settings(redis_url=url, redis_prefix=redis_prefix)
         async with serve(settings) as a, serve(settings) as b:
             fanout = b.runtime.bus.relay
             assert isinstance(fanout, RedisFanout)
@@ -121,13 +132,18 @@ async def test_redis_cut_mid_turn_b_polls_then_goes_live_again(
                         await proxy.cut()
                     if deltas == 8:
                         assert not fanout.live  # these came by polling the log
+                        cut = await fanout_metrics(b.client)
+                        assert cut["hermes_fanout_polling"] >= 1
                         await proxy.restore()
                 assert (await poster).status_code == 200
             ids = [int(e.id or 0) for e in events]
             assert ids == list(range(2, 2 + len(ids))), "a gap or a duplicate"
             assert "".join(e.data["text"] for e in events if e.event == "message.delta") == words
+            fanouts = [a.runtime.fanout, fanout]
             async with asyncio.timeout(10):
-                while not fanout.live:  # noqa: ASYNC110 (another component's state)
-                    await asyncio.sleep(0.01)
-    finally:
-        await proxy.close()
+                while not all(f is not None and f.live for f in fanouts):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # (another component's state)
+            back = await fanout_metrics(b.client)
+            assert back["hermes_fanout_polling"] == 0  # A's and B's, one registry
+            polled = "hermes_fanout_polling_seconds_total"
+            assert back[polled] > cut[polled]  # the outage counted until its end

@@ -10,31 +10,22 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from app.conversation.events import EventBus, Follower
 from app.conversation.fanout import RedisFanout
 from app.events import EventType
+from app.resilience.redis_client import SharedRedis
 from app.storage.events import EventStore
 from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
 from app.storage.tx import Store, Tx
-from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix  # noqa: F401 (a fixture)
+from tests.redis_util import TcpProxy, proxied_url, redis_prefix, redis_proxy  # noqa: F401 (a fixture)
 
 TENANT = "default"
 DEADLINE_S = 10.0
-
-
-def proxied(port: int) -> str:
-    """REDIS_URL, through the proxy listening on `port`."""
-    parts = urlsplit(REDIS_URL)
-    netloc = f"127.0.0.1:{port}"
-    if parts.username or parts.password:
-        netloc = f"{parts.netloc.rpartition('@')[0]}@{netloc}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 async def until(condition: Callable[[], bool], what: str) -> None:
@@ -53,6 +44,7 @@ class Node:
     fanout: RedisFanout
     store: Store
     proxy: TcpProxy
+    shared: SharedRedis
 
 
 class CountingLog:
@@ -88,15 +80,15 @@ class Pair:
 
     async def add_node(self, *, cut: bool = False) -> Node:
         """Another process; with `cut`, Redis is unreachable when it starts."""
-        redis = urlsplit(REDIS_URL)
-        proxy = TcpProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
+        proxy = redis_proxy()
         port = await proxy.start()
         if cut:
             await proxy.cut()
         bus = EventBus()
-        fanout = RedisFanout(bus, proxied(port), self.prefix, poll_s=0.05, retry_s=0.05)
+        shared = SharedRedis(proxied_url(port), self.prefix)
+        fanout = RedisFanout(bus, shared, poll_s=0.05, retry_s=0.05)
         await fanout.start()
-        node = Node(bus, fanout, Store(self.db, bus.publish), proxy)
+        node = Node(bus, fanout, Store(self.db, bus.publish), proxy, shared)
         self.nodes.append(node)
         return node
 
@@ -127,6 +119,7 @@ async def pair(open_db: Any, redis_prefix: str) -> AsyncIterator[Pair]:  # noqa:
     finally:
         for node in pair.nodes:
             await node.fanout.aclose()
+            await node.shared.aclose()
             await node.proxy.close()
 
 

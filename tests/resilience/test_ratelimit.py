@@ -9,7 +9,7 @@ import pytest
 
 from app.resilience.ratelimit import RateLimiter, per_second
 from app.resilience.redis_client import SharedRedis
-from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix
+from tests.redis_util import REDIS_URL, proxied_redis, redis_prefix
 
 __all__ = ["redis_prefix"]
 
@@ -74,26 +74,25 @@ async def test_redis_cut_counts_in_memory_with_one_warning_then_shares_again(
     redis_prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.resilience.redis_client")
-    proxy = TcpProxy("127.0.0.1", int(REDIS_URL.rsplit(":", 1)[1].split("/")[0]))
-    a = SharedRedis(f"redis://127.0.0.1:{await proxy.start()}/0", redis_prefix, retry_s=0.0)
-    b = SharedRedis(REDIS_URL, redis_prefix)
-    on_a, on_b = RateLimiter(shared=a), RateLimiter(shared=b)
-    rate = 0.01  # one call per 100 s: no window moves on during the test
-    try:
-        assert await on_b.try_acquire("shared", rate)  # in Redis
-        await proxy.cut()
-        assert await on_a.try_acquire("shared", rate)  # A counts alone, in memory...
-        assert await on_a.try_acquire("mine", rate)
-        assert not await on_a.try_acquire("mine", rate)  # ...and still limits
-        assert not await on_a.acquire("mine", rate, max_wait_s=0.0)
-        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-        assert len(warnings) == 1 and "HERMES_REDIS_URL" in warnings[0].getMessage()
-        await proxy.restore()
-        assert await on_a.try_acquire("mine", rate)  # in Redis again, where "mine" is free
-        assert not await on_a.try_acquire("shared", rate)  # and B's call counts again
-        assert not a.down
-    finally:
-        for limiter, shared in ((on_a, a), (on_b, b)):
-            await limiter.aclose()
-            await shared.aclose()
-        await proxy.close()
+    async with proxied_redis() as (proxy, url):
+        a = SharedRedis(url, redis_prefix, retry_s=0.0)
+        b = SharedRedis(REDIS_URL, redis_prefix)
+        on_a, on_b = RateLimiter(shared=a), RateLimiter(shared=b)
+        rate = 0.01  # one call per 100 s: no window moves on during the test
+        try:
+            assert await on_b.try_acquire("shared", rate)  # in Redis
+            await proxy.cut()
+            assert await on_a.try_acquire("shared", rate)  # A counts alone, in memory...
+            assert await on_a.try_acquire("mine", rate)
+            assert not await on_a.try_acquire("mine", rate)  # ...and still limits
+            assert not await on_a.acquire("mine", rate, max_wait_s=0.0)
+            warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert len(warnings) == 1 and "HERMES_REDIS_URL" in warnings[0].getMessage()
+            await proxy.restore()
+            assert await on_a.try_acquire("mine", rate)  # in Redis again, where "mine" is free
+            assert not await on_a.try_acquire("shared", rate)  # and B's call counts again
+            assert not a.down
+        finally:
+            for limiter, shared in ((on_a, a), (on_b, b)):
+                await limiter.aclose()
+                await shared.aclose()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -17,7 +16,8 @@ from app.errors import ConfigError
 from app.resilience.breaker import BreakerPolicy, BreakerState
 from app.resilience.redis_breaker import RedisBreaker
 from app.resilience.redis_client import SharedRedis, open_shared_redis
-from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix
+from tests.redis_util import REDIS_URL, proxied_redis, redis_prefix
+from tests.serve_util import free_port
 
 __all__ = ["redis_prefix"]
 
@@ -118,45 +118,42 @@ async def test_redis_cut_falls_back_to_local_state_with_one_warning_then_shares_
     redis_prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.resilience.redis_client")
-    host, port = _host_port(REDIS_URL)
-    proxy = TcpProxy(host, port)
-    proxied = f"redis://127.0.0.1:{await proxy.start()}/{_db(REDIS_URL)}"
-    a = SharedRedis(proxied, redis_prefix, retry_s=0.0)
-    b = SharedRedis(REDIS_URL, redis_prefix)
-    try:
-        on_a = RedisBreaker(a, "tool:x", "x", POLICY)
-        on_b = RedisBreaker(b, "tool:x", "x", POLICY)
-        await on_b.failed()
-        await on_b.failed()
-        await proxy.cut()
-        # A still works, on its own state: two failures of its own don't open it...
-        for _ in range(5):
-            assert await on_a.admit()
-        assert await on_a.failed() is BreakerState.CLOSED
-        assert await on_a.failed() is BreakerState.CLOSED
-        assert (await on_a.inspect()).failures == 2
-        # ...the third opens it locally.
-        assert await on_a.failed() is BreakerState.OPEN
-        assert not await on_a.admit()
-        assert a.down
-        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-        assert len(warnings) == 1, [r.getMessage() for r in warnings]
-        assert "HERMES_REDIS_URL" in warnings[0].getMessage()
-        assert (await on_b.inspect()).failures == 2  # nothing of A's reached Redis
-        await proxy.restore()
-        await eventually(on_a.admit)  # Redis answers again: the shared (closed) state counts
-        assert not a.down
-        assert await on_a.failed() is BreakerState.OPEN  # B's two and this one
-        assert not await on_b.admit()
-        assert any("answers again" in r.getMessage() for r in caplog.records)
-    finally:
-        await a.aclose()
-        await b.aclose()
-        await proxy.close()
+    async with proxied_redis() as (proxy, url):
+        a = SharedRedis(url, redis_prefix, retry_s=0.0)
+        b = SharedRedis(REDIS_URL, redis_prefix)
+        try:
+            on_a = RedisBreaker(a, "tool:x", "x", POLICY)
+            on_b = RedisBreaker(b, "tool:x", "x", POLICY)
+            await on_b.failed()
+            await on_b.failed()
+            await proxy.cut()
+            # A still works, on its own state: two failures of its own don't open it...
+            for _ in range(5):
+                assert await on_a.admit()
+            assert await on_a.failed() is BreakerState.CLOSED
+            assert await on_a.failed() is BreakerState.CLOSED
+            assert (await on_a.inspect()).failures == 2
+            # ...the third opens it locally.
+            assert await on_a.failed() is BreakerState.OPEN
+            assert not await on_a.admit()
+            assert a.down
+            warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert len(warnings) == 1, [r.getMessage() for r in warnings]
+            assert "HERMES_REDIS_URL" in warnings[0].getMessage()
+            assert (await on_b.inspect()).failures == 2  # nothing of A's reached Redis
+            await proxy.restore()
+            await eventually(on_a.admit)  # Redis answers again: the shared (closed) state counts
+            assert not a.down
+            assert await on_a.failed() is BreakerState.OPEN  # B's two and this one
+            assert not await on_b.admit()
+            assert any("answers again" in r.getMessage() for r in caplog.records)
+        finally:
+            await a.aclose()
+            await b.aclose()
 
 
 async def test_unreachable_redis_at_start_is_a_config_error_naming_the_variable() -> None:
-    url = f"redis://:secret@127.0.0.1:{_free_port()}/0"
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
     with pytest.raises(ConfigError) as info:
         await open_shared_redis(url, "hermes")
     assert info.value.source == "HERMES_REDIS_URL"
@@ -168,36 +165,14 @@ async def test_no_url_no_client() -> None:
 
 
 async def test_the_proxy_passes_traffic_and_cuts_it(redis_prefix: str) -> None:
-    host, port = _host_port(REDIS_URL)
-    proxy = TcpProxy(host, port)
-    client = redis.asyncio.Redis(
-        port=await proxy.start(), socket_timeout=2, retry=Retry(NoBackoff(), 0)
-    )
-    try:
-        assert await client.ping()
-        await proxy.cut()
-        with pytest.raises(redis.ConnectionError):
-            await client.ping()
-        await proxy.restore()
-        assert await client.ping()
-    finally:
-        await client.aclose()
-        await proxy.close()
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    netloc = url.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
-    host, _, port = netloc.partition(":")
-    return host, int(port or 6379)
-
-
-def _db(url: str) -> str:
-    rest = url.split("://", 1)[1]
-    return rest.split("/", 1)[1] if "/" in rest else "0"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    async with proxied_redis() as (proxy, url):
+        client = redis.asyncio.Redis.from_url(url, socket_timeout=2, retry=Retry(NoBackoff(), 0))
+        try:
+            assert await client.ping()
+            await proxy.cut()
+            with pytest.raises(redis.ConnectionError):
+                await client.ping()
+            await proxy.restore()
+            assert await client.ping()
+        finally:
+            await client.aclose()

@@ -20,8 +20,8 @@ from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.runtime import open_runtime
 from app.testing import LiveService, SseEvent, serve, stream_turn
 from tests.conftest import FIXTURE_TOOLS, copy_demo, new_session
-from tests.redis_util import REDIS_URL, TcpProxy, redis_prefix
-from tests.resilience.test_redis_breaker import _free_port, _host_port
+from tests.redis_util import REDIS_URL, proxied_redis, redis_prefix
+from tests.serve_util import free_port
 from tests.tools.fixture_tools import REC
 
 __all__ = ["redis_prefix"]
@@ -198,11 +198,9 @@ async def test_a_redis_cut_leaves_each_service_on_its_own_state_then_sharing_res
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.resilience.redis_client")
-    host, port = _host_port(REDIS_URL)
-    proxy = TcpProxy(host, port)
-    proxied = f"redis://127.0.0.1:{await proxy.start()}/{REDIS_URL.rsplit('/', 1)[1]}"
-    try:
-        async with two_services(
+    async with (
+        proxied_redis() as (proxy, proxied),
+        two_services(
             make_settings,
             tmp_path,
             demo_template,
@@ -210,34 +208,33 @@ async def test_a_redis_cut_leaves_each_service_on_its_own_state_then_sharing_res
             redis_prefix=redis_prefix,
             tools_file=FIXTURE_TOOLS,
             tool_breaker_failures=1,
-        ) as (a, b):
-            await proxy.cut()
-            for _ in range(3):  # A answers, its tools run
-                assert (await call_tool(a, fake_llm, "flaky"))["status"] == "success"
-            REC.fail_with = "backend_down"
-            await call_tool(b, fake_llm, "flaky")  # opens the breaker in Redis...
-            assert await tool_state(b) == "open"
-            assert await tool_state(a) == "closed"  # ...which A can't see
-            REC.fail_with = None
+        ) as (a, b),
+    ):
+        await proxy.cut()
+        for _ in range(3):  # A answers, its tools run
             assert (await call_tool(a, fake_llm, "flaky"))["status"] == "success"
-            mine = [r for r in caplog.records if r.name == "app.resilience.redis_client"]
-            assert len(mine) == 1, [r.getMessage() for r in mine]
-            assert "HERMES_REDIS_URL" in mine[0].getMessage()
+        REC.fail_with = "backend_down"
+        await call_tool(b, fake_llm, "flaky")  # opens the breaker in Redis...
+        assert await tool_state(b) == "open"
+        assert await tool_state(a) == "closed"  # ...which A can't see
+        REC.fail_with = None
+        assert (await call_tool(a, fake_llm, "flaky"))["status"] == "success"
+        mine = [r for r in caplog.records if r.name == "app.resilience.redis_client"]
+        assert len(mine) == 1, [r.getMessage() for r in mine]
+        assert "HERMES_REDIS_URL" in mine[0].getMessage()
 
-            await proxy.restore()
-            await eventually(lambda: _open_on(a))
-            runs = flaky_runs()
-            result = await call_tool(a, fake_llm, "flaky")
-            assert result["metadata"]["fallback_reason"] == "circuit_open"
-            assert flaky_runs() == runs
-    finally:
-        await proxy.close()
+        await proxy.restore()
+        await eventually(lambda: _open_on(a))
+        runs = flaky_runs()
+        result = await call_tool(a, fake_llm, "flaky")
+        assert result["metadata"]["fallback_reason"] == "circuit_open"
+        assert flaky_runs() == runs
 
 
 async def test_redis_unreachable_at_start_stops_start_up_naming_the_variable(
     make_settings: Any,
 ) -> None:
-    settings = make_settings(redis_url=f"redis://127.0.0.1:{_free_port()}/0")
+    settings = make_settings(redis_url=f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(ConfigError) as info:
         async with open_runtime(settings):
             pass

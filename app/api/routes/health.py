@@ -10,6 +10,7 @@ from app import __version__
 from app.api.deps import RuntimeDep
 from app.api.schemas import Health
 from app.observability import metrics
+from app.runtime import health_status
 
 router = APIRouter(tags=["health"])
 
@@ -17,14 +18,11 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=Health)
 async def healthz(runtime: RuntimeDep) -> Response:
     checks = await runtime.health_checks()
-    ok = all(v == "ok" for v in checks.values())
-    body = Health(
-        status="ok" if ok else "degraded",
-        version=__version__,
-        uptime_s=runtime.uptime_s(),
-        checks=checks,
-    )
-    return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+    status = health_status(checks)
+    body = Health(status=status, version=__version__, uptime_s=runtime.uptime_s(), checks=checks)
+    # 503 only when this process cannot serve: a load balancer takes it out of rotation. A
+    # degraded one (Redis away) serves every request and stays in.
+    return JSONResponse(body.model_dump(), status_code=503 if status == "failing" else 200)
 
 
 @router.get("/metrics", include_in_schema=False)
