@@ -46,6 +46,9 @@ _FILLER = re.compile(
     re.I,
 )
 _NOT_WORD = re.compile(r"[\W_]+")
+# A bare number answering "how much should be refunded?" ("948", "¥1786.50"): the tagger only
+# tags amounts with a unit or a verb around them, but a lone number there can only be the amount.
+_BARE_AMOUNT = re.compile(r"^\s*[¥￥$]?\s*(\d{1,7}(?:\.\d{1,2})?)\s*[。.!！]?\s*$")
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,11 @@ class DialoguePolicy:
             residual = _without_slots(turn.text, parse.slots)
             residuals.append(residual)
             asked = asked_slot(turn.after) if active else None
+            if asked == "amount" and "amount" not in slots:
+                bare = _BARE_AMOUNT.match(turn.text)
+                if bare:
+                    slots["amount"] = bare.group(1)
+                    residual = ""
             if active and asked and self._continues(active, asked, parse, slots, residual):
                 u.intent, u.continued = active, True
                 if asked in FREE_TEXT:

@@ -263,3 +263,42 @@ def test_checking_an_order_then_emailing_it_sends_the_orders_facts(nlu: NLUPipel
     assert "Your order 202405201234 is shipped." in args["body"]
     assert "Total 299.00 CNY." in args["body"]
     assert isinstance(reply, Reply) and "han.work@example.com" in reply.text
+
+
+@pytest.mark.parametrize(
+    ("opening", "answer", "lang"),
+    [
+        (f"我要退款，订单{ORDER}", "948", "zh"),
+        (f"I want a refund for order {ORDER}", "1786", "en"),
+        (f"I want a refund for order {ORDER}", "¥948.50", "en"),
+    ],
+)
+def test_a_bare_amount_answers_the_refunds_own_question(
+    nlu: NLUPipeline, opening: str, answer: str, lang: str
+) -> None:
+    # Alone, "948" reads as anything (password_reset, 0.56); after "how much should be
+    # refunded?" it can only be the amount.
+    policy = DialoguePolicy(nlu)
+    messages = [
+        user(opening),
+        tool_call("request_refund", {"order_id": ORDER}, "call_1"),
+        tool_result("call_1", failure("amount_required")),
+    ]
+    ask = policy.decide(messages, ALL_TOOLS - {"query_order_status"})
+    assert isinstance(ask, Reply) and ask.text == t.ERROR_CODE["amount_required"][lang][0].format(
+        order_id=ORDER
+    )
+    messages += [assistant(ask.text), user(answer)]
+    understood = policy.understand_messages(messages)
+    assert understood.intent == "refund_request" and understood.continued
+    assert understood.language == lang
+    amount = float(answer.lstrip("¥"))
+    assert policy.decide(messages, ALL_TOOLS) == CallTool(
+        "request_refund", {"order_id": ORDER, "amount": amount}, "refund_request"
+    )
+
+
+def test_a_bare_number_without_the_amount_question_is_not_an_amount(nlu: NLUPipeline) -> None:
+    policy = DialoguePolicy(nlu)
+    messages = [user("我要退款"), assistant(t.ASK["refund_request"]["order_id"]["zh"]), user("948")]
+    assert "amount" not in policy.understand_messages(messages).memory.slots
