@@ -86,3 +86,39 @@ async def test_a_bare_amount_answers_the_refunds_question_through_the_service(
         offline, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id
     ) == [(30000, "approved")]
     assert "退款金额" in reply_text(second)
+
+
+async def test_an_approved_refund_says_so_and_asking_again_tells_its_status(
+    offline: LiveService,
+) -> None:
+    order_id, customer, total = big_order(offline)
+    session_id = await new_session(offline, customer)
+    first = await stream_turn(
+        offline.client, session_id, f"我要退款，订单{order_id}，退{total:.2f}元", decide="approve"
+    )
+    resolved = [e.data["status"] for e in first if e.event == "approval.resolved"]
+    assert resolved == ["approved"] and calls(first) == [("request_refund", "success")]
+    told = reply_text(first)
+    assert "审批通过" in told and "财务审核" in told
+    assert "需人工审批" not in told  # not "waiting for a person's approval": one just gave it
+
+    second = await stream_turn(offline.client, session_id, "我的退款怎么样了")
+    assert calls(second) == []  # a question about the refund, not a second refund
+    assert not [e for e in second if e.event == "approval.requested"]
+    again = reply_text(second)
+    assert "已经提交过了" in again and "审批通过" in again
+    assert len(_demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id)) == 1
+
+
+async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
+    offline: LiveService,
+) -> None:
+    order_id, customer, total = big_order(offline)
+    session_id = await new_session(offline, customer)
+    events = await stream_turn(
+        offline.client, session_id, f"I want {total:.2f} CNY refunded for order {order_id}", decide="reject"
+    )
+    assert [e.data["status"] for e in events if e.event == "approval.resolved"] == ["rejected"]
+    told = reply_text(events)
+    assert "declined" in told and order_id in told and "no refund was filed" in told
+    assert _demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id) == []

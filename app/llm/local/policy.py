@@ -26,9 +26,16 @@ from app.llm.local.intents import (
     plan,
 )
 from app.llm.local.mail import latest_facts, plan_email
-from app.llm.local.replies import result_reply
+from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, read
+from app.llm.local.transcript import (
+    Exchange,
+    Outcome,
+    UserTurn,
+    call_key,
+    earlier_results,
+    read,
+)
 from app.nlu.types import Parser, ParseResult, Slot
 from app.text.language import latest_language
 
@@ -122,6 +129,9 @@ class DialoguePolicy:
             already = made.get(call_key(step.name, step.arguments))
             if already is not None:  # never the same call twice in one turn: answer instead
                 return self._from_result(already, lang)
+            filed = _filed_refund(messages, step) if u.intent == "refund_request" else None
+            if filed is not None:  # "我的退款怎么样了": a question about it, not a second refund
+                return Reply(filed_refund_reply(filed, lang), u.intent)
             if step.name in offered:
                 return CallTool(step.name, step.arguments, u.intent)
             if last is None:
@@ -192,6 +202,20 @@ class DialoguePolicy:
     def _from_result(exchange: Exchange, lang: Lang) -> Reply:
         intent = INTENT_OF_TOOL.get(exchange.name, "")
         return Reply(result_reply(intent, exchange, lang), intent)
+
+
+def _filed_refund(messages: Sequence[Mapping[str, Any]], step: Call) -> Exchange | None:
+    """The refund an earlier turn filed for the order `step` would refund again (without a new
+    amount): asking about a refund must not file a second one."""
+    if step.name != "request_refund" or "amount" in step.arguments:
+        return None
+    order_id = step.arguments.get("order_id")
+    filed = [
+        e
+        for e in earlier_results(messages, "request_refund")
+        if (e.arguments or {}).get("order_id") == order_id
+    ]
+    return filed[-1] if filed else None
 
 
 def _without_slots(text: str, slots: list[Slot]) -> str:

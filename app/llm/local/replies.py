@@ -61,7 +61,7 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
     if field:
         values["field_name"] = field[lang]
     if kind == "success" and isinstance(outcome.data, dict):
-        values.update(_success_values(intent, outcome.data, lang))
+        values.update(_success_values(intent, outcome.data, lang, outcome.approved))
     elif kind == "invalid":
         slot = next((k for k in args if k in t.SLOT_NAME), None)
         name = field or (t.SLOT_NAME[slot] if slot else t.SLOT_NAME["value"])
@@ -78,7 +78,17 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
     )
 
 
-def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, str]:
+def filed_refund_reply(exchange: Exchange, lang: Lang) -> str:
+    """A refund filed in an earlier turn, asked about again: what the tool answered then."""
+    outcome = exchange.outcome
+    data = outcome.data if outcome is not None and isinstance(outcome.data, dict) else {}
+    values = _success_values("refund_request", data, lang, bool(outcome and outcome.approved))
+    return render(t.REFUND_FILED[lang], values, lang)
+
+
+def _success_values(
+    intent: str, data: dict[str, Any], lang: Lang, approved: bool = False
+) -> dict[str, str]:
     values = {k: _plain(k, v) for k, v in data.items()}
     status = str(data.get("status") or "")
     if intent == "order_status":
@@ -90,7 +100,7 @@ def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, 
         values["status_name"] = known[lang] if known else status
         values["event"] = _latest_event(data.get("events"))
     elif intent == "refund_request":
-        known = t.REFUND_STATUS.get(status)
+        known = (t.REFUND_APPROVED_STATUS if approved else t.REFUND_STATUS).get(status)
         values["status_name"] = known[lang] if known else status
     elif intent == "update_contact":
         field = t.CONTACT_FIELD.get(str(data.get("field") or ""))

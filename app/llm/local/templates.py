@@ -127,6 +127,30 @@ REFUND_STATUS: dict[str, Text] = {
     },
     "approved": {"zh": "已批准", "en": "approved"},
 }
+# A refund above 500 an operator approved in this conversation: it was submitted and now waits
+# for the finance review (the demo's `pending_review`), not for someone's approval.
+REFUND_APPROVED_STATUS: dict[str, Text] = {
+    "pending_review": {
+        "zh": "已由同事审批通过并提交，正在等待财务审核",
+        "en": "approved by a colleague and submitted; it is now with the finance team for review",
+    },
+    "approved": {"zh": "已由同事审批通过", "en": "approved by a colleague"},
+}
+
+# A refund the customer asks about again: the conversation already filed it, so it is not
+# filed twice; the reply repeats what the tool answered then.
+REFUND_FILED: dict[Lang, list[str]] = {
+    "zh": [
+        "订单 {order_id} 的退款申请 {refund_id} 已经提交过了。",
+        "退款金额 {amount} {currency}。",
+        "当前状态：{status_name}。",
+    ],
+    "en": [
+        "The refund for order {order_id} was already filed, reference {refund_id}.",
+        "Amount: {amount} {currency}.",
+        "Status: {status_name}.",
+    ],
+}
 
 CONTACT_FIELD: dict[str, Text] = {
     "phone": {"zh": "手机号", "en": "phone number"},
@@ -254,6 +278,15 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
 
 # Error codes worded for one intent; they win over ERROR_CODE and the intent's outcome template.
 INTENT_ERROR_CODE: dict[str, dict[str, dict[Lang, list[str]]]] = {
+    "refund_request": {
+        "approval_rejected": {
+            "zh": ["抱歉，同事审核后没有批准订单 {order_id} 的这笔退款，退款没有提交。"],
+            "en": [
+                "Sorry, a colleague reviewed this refund for order {order_id} and declined it, "
+                "so no refund was filed."
+            ],
+        },
+    },
     "email_request": {
         "approval_rejected": {
             "zh": ["抱歉，同事审核后没有批准发送这封邮件，邮件没有发出。"],
