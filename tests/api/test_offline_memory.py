@@ -1,0 +1,66 @@
+"""What the offline model's conversations teach memory, through the whole service: contact
+details a tool confirmed or refused, preferences said as "remember ...", and replies that
+acknowledge and use what is remembered."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.testing import LiveService, SseEvent, serve, stream_turn
+from tests.conftest import new_session
+
+
+@pytest.fixture
+async def offline(make_settings: Any) -> AsyncIterator[LiveService]:
+    settings = make_settings(model="hermes/local", model_api_base=None, model_api_key=None)
+    async with serve(settings) as svc:
+        yield svc
+
+
+async def memories(svc: LiveService, user: str) -> dict[str, dict[str, Any]]:
+    items = (await svc.client.get(f"/v1/users/{user}/memories")).json()["items"]
+    return {str(m["key"]): m for m in items if m.get("key")}
+
+
+def reply_text(events: list[SseEvent]) -> str:
+    return str([e for e in events if e.event == "message.completed"][-1].data["text"])
+
+
+def tools(events: list[SseEvent]) -> list[tuple[str, str]]:
+    return [(e.data["tool"], e.data["status"]) for e in events if e.event == "tool.completed"]
+
+
+async def test_a_phone_the_tool_updated_is_stored_as_confirmed(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    await stream_turn(offline.client, session_id, "把手机号改成13912345678")
+    done = await stream_turn(offline.client, session_id, "是")
+    assert tools(done) == [("update_contact_info", "success")]
+    phone = (await memories(offline, "cust_0001"))["contact.phone"]
+    assert (phone["value"], phone["confidence"], phone["source"]) == ("13912345678", 1.0, "tool")
+
+
+async def test_a_phone_the_tool_rejected_is_not_stored(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    await stream_turn(offline.client, session_id, "我的手机号是13700000000，帮我重置密码")
+    refused = await stream_turn(offline.client, session_id, "是")
+    [(tool, status)] = tools(refused)
+    assert (tool, status) == ("reset_password", "error")
+    assert "不一致" in reply_text(refused)  # phone_mismatch
+    stored = await memories(offline, "cust_0001")
+    # Heard as stated when asked for (0.8), then refused by the tool: no longer held as theirs.
+    held = stored.get("contact.phone")
+    assert held is None or held["value"] != "13700000000" or held["status"] == "rejected"
+    recalled = await stream_turn(offline.client, session_id, "我的手机号是多少")
+    assert "13700000000" not in str([e.data for e in recalled])
+
+
+async def test_remember_that_i_prefer_email_stores_the_preference(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    await stream_turn(
+        offline.client, session_id, "Please remember that I prefer to be contacted by email"
+    )
+    stored = await memories(offline, "cust_0001")
+    assert stored["preference.contact_channel"]["value"] == "email"
