@@ -219,16 +219,35 @@ def _preferences(sentence: str, durable: bool = False) -> list[Draft]:
     return out
 
 
-def _remembered(sentence: str, others: list[str]) -> list[Draft]:
+def _remember_body(sentence: str) -> str | None:
+    """What a "remember ..." / "记住…" sentence asks to keep ("" when it names nothing), or
+    None when the sentence is not such a request."""
     lowered = normalize(sentence)
     match = _REMEMBER.search(lowered)
     if match is None:
-        return []
+        return None
     group = "zh" if match.group("zh") is not None else "en"
     # Keep the user's own spelling when normalising kept offsets (it nearly always does).
     source = sentence if len(sentence) == len(lowered) else lowered
     body = source[match.start(group) : match.end(group)].strip(" ：:，,。.")
-    if body.lower() in {"", "这个", "这", "this", "that", "it"}:
+    return "" if body.lower() in {"", "这个", "这", "this", "that", "it"} else body
+
+
+def remember_request(text: str) -> str | None:
+    """The note a message asks to be remembered ("" for "记住这个" / "remember this"), or
+    None when it asks nothing of the kind: what a reply acknowledges."""
+    for sentence in sentences(text):
+        body = _remember_body(sentence)
+        if body is not None:
+            return body
+    return None
+
+
+def _remembered(sentence: str, others: list[str]) -> list[Draft]:
+    body = _remember_body(sentence)
+    if body is None:
+        return []
+    if not body:
         body = "；".join(others).strip()
     if not body:
         return []

@@ -64,3 +64,38 @@ async def test_remember_that_i_prefer_email_stores_the_preference(offline: LiveS
     )
     stored = await memories(offline, "cust_0001")
     assert stored["preference.contact_channel"]["value"] == "email"
+
+
+async def test_remember_and_forget_are_stored_and_acknowledged(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    said = await stream_turn(offline.client, session_id, "记住：我下午三点以后才方便接电话")
+    assert reply_text(said) == "好的，我记住了：您下午三点以后才方便接电话。"
+    items = (await offline.client.get("/v1/users/cust_0001/memories")).json()["items"]
+    assert [m["value"] for m in items] == ["我下午三点以后才方便接电话"]
+
+    forgot = await stream_turn(offline.client, session_id, "忘掉这个")
+    [event] = [e for e in forgot if e.event == "memory.forgotten"]
+    assert event.data["count"] == 1
+    assert reply_text(forgot) == "好的，已经删除了，我不会再记着这条信息。"
+    assert (await offline.client.get("/v1/users/cust_0001/memories")).json()["items"] == []
+
+    english = await stream_turn(
+        offline.client, session_id, "Please remember that I prefer to be contacted by email"
+    )
+    assert reply_text(english) == (
+        "Got it, I'll remember that you prefer to be contacted by email."
+    )
+    assert tools(english) == []  # not a request to send an email
+
+
+async def test_a_remembered_courier_is_used_when_a_return_is_created(
+    offline: LiveService,
+) -> None:
+    first = await new_session(offline, "cust_0001")
+    await stream_turn(offline.client, first, "记住：我喜欢顺丰")
+    assert (await memories(offline, "cust_0001"))["preference.courier"]["value"] == "顺丰"
+
+    second = await new_session(offline, "cust_0001")  # another day, another session
+    events = await stream_turn(offline.client, second, "我要退货，订单202405201235")
+    assert tools(events) == [("request_return", "success")]
+    assert "偏好顺丰" in reply_text(events)

@@ -26,11 +26,13 @@ from app.llm.local.intents import (
     plan,
 )
 from app.llm.local.mail import latest_facts, plan_email
+from app.llm.local.memory import memory_reply, recalled_preferences
 from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import (
     Exchange,
     Outcome,
+    Transcript,
     UserTurn,
     call_key,
     earlier_results,
@@ -108,6 +110,13 @@ class DialoguePolicy:
             return Reply(t.GREETING["en"], "greeting")
         u = self.understand(transcript.user_turns)
         lang = u.language
+        if not transcript.exchanges:  # "记住…" / "忘掉这个": the service did it; say so
+            said = memory_reply(
+                transcript.user_turns[-1].text, self._tool_request(transcript), messages, lang
+            )
+            if said is not None:
+                return Reply(said, "memory")
+        preferences = recalled_preferences(messages)
         made: dict[tuple[str, str], Exchange] = {}
         for exchange in transcript.exchanges:
             key = exchange.key()
@@ -128,7 +137,7 @@ class DialoguePolicy:
         if isinstance(step, Call):
             already = made.get(call_key(step.name, step.arguments))
             if already is not None:  # never the same call twice in one turn: answer instead
-                return self._from_result(already, lang)
+                return self._from_result(already, lang, preferences)
             filed = _filed_refund(messages, step) if u.intent == "refund_request" else None
             if filed is not None:  # "我的退款怎么样了": a question about it, not a second refund
                 return Reply(filed_refund_reply(filed, lang), u.intent)
@@ -137,7 +146,7 @@ class DialoguePolicy:
             if last is None:
                 return Handoff(t.HANDOFF["tool_not_offered"][lang], "tool_not_offered")
         if last is not None:
-            return self._from_result(last, lang)
+            return self._from_result(last, lang, preferences)
         if isinstance(step, Need):
             return AskForSlot(t.ASK[u.intent][step.slot][lang], u.intent, step.slot)
         if u.intent in _HANDOFF_INTENTS:
@@ -198,10 +207,23 @@ class DialoguePolicy:
         switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye"}
         return parse.intent not in switches
 
+    def _tool_request(self, transcript: Transcript) -> bool:
+        """Whether the last message is a confident tool request that carries its details."""
+        parse = self.parser.parse(transcript.user_turns[-1].text)
+        confident = parse.confidence >= self.min_confidence
+        return confident and parse.intent in TOOL_INTENTS and bool(parse.slots)
+
     @staticmethod
-    def _from_result(exchange: Exchange, lang: Lang) -> Reply:
+    def _from_result(exchange: Exchange, lang: Lang, preferences: dict[str, str]) -> Reply:
         intent = INTENT_OF_TOOL.get(exchange.name, "")
-        return Reply(result_reply(intent, exchange, lang), intent)
+        text = result_reply(intent, exchange, lang)
+        courier = preferences.get("preference.courier")
+        ok = exchange.outcome is not None and exchange.outcome.status == "success"
+        if intent == "return_request" and ok and courier:
+            text += ("" if lang == "zh" else " ") + t.COURIER_FOR_RETURN[lang].format(
+                courier=courier
+            )
+        return Reply(text, intent)
 
 
 def _filed_refund(messages: Sequence[Mapping[str, Any]], step: Call) -> Exchange | None:

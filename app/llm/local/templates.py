@@ -45,6 +45,23 @@ HANDOFF: dict[str, Text] = {
     },
 }
 
+# Memory: the service stores and forgets; these only answer the customer (app/llm/local/memory.py).
+REMEMBERED: Text = {"zh": "好的，我记住了：{note}。", "en": "Got it, I'll remember that {note}."}
+REMEMBERED_BARE: Text = {"zh": "好的，我记住了。", "en": "Got it, I'll remember that."}
+FORGOTTEN: Text = {
+    "zh": "好的，已经删除了，我不会再记着这条信息。",
+    "en": "Done: I've deleted that and won't keep it.",
+}
+NOTHING_TO_FORGET: Text = {
+    "zh": "我这里没有需要删除的相关记录。",
+    "en": "I don't have anything stored about that to delete.",
+}
+# A recalled preference used where it matters: the courier when a return is created.
+COURIER_FOR_RETURN: Text = {
+    "zh": "您之前说过偏好{courier}，寄回时可以选用{courier}。",
+    "en": "You told us you prefer {courier}, so you can send the return with {courier}.",
+}
+
 # intent -> slot -> question. The slot keys are the ones `asked_slot` recognises.
 ASK: dict[str, dict[str, Text]] = {
     "order_status": {
