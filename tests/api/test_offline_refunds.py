@@ -116,7 +116,10 @@ async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
     order_id, customer, total = big_order(offline)
     session_id = await new_session(offline, customer)
     events = await stream_turn(
-        offline.client, session_id, f"I want {total:.2f} CNY refunded for order {order_id}", decide="reject"
+        offline.client,
+        session_id,
+        f"I want {total:.2f} CNY refunded for order {order_id}",
+        decide="reject",
     )
     assert [e.data["status"] for e in events if e.event == "approval.resolved"] == ["rejected"]
     told = reply_text(events)
