@@ -156,3 +156,16 @@ async def test_a_bare_answer_continues_the_refund(offline: LiveService) -> None:
     tool = next(e for e in second if e.event == "tool.completed")
     assert tool.data["tool"] == "request_refund" and tool.data["status"] == "success"
     assert "202405201235" in reply_text(second)
+
+
+async def test_a_bare_number_takes_the_conversations_language(offline: LiveService) -> None:
+    for opening, lang in (("我的订单到哪了", "zh"), ("Where is my order?", "en")):
+        session_id = await new_session(offline, "cust_0001")
+        await stream_turn(offline.client, session_id, opening)
+        events = await stream_turn(offline.client, session_id, "202405201234")
+        intent = next(e for e in events if e.event == "intent.classified")
+        assert intent.data["language"] == lang, opening
+        url = f"/v1/sessions/{session_id}/messages"
+        stored = (await offline.client.get(url)).json()["items"]
+        [mine] = [m for m in stored if m["role"] == "user" and m["content"] == "202405201234"]
+        assert mine["metadata"]["nlu"]["language"] == lang
