@@ -65,7 +65,7 @@ async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
     assert _demo(
         offline, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id
     ) == [(round(total * 100), "pending_review")]
-    assert order_id in reply_text(events) and f"{total:.2f}" in reply_text(events)
+    assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
 
 
 async def test_a_bare_amount_answers_the_refunds_question_through_the_service(

@@ -159,12 +159,12 @@ REFUND_APPROVED_STATUS: dict[str, Text] = {
 REFUND_FILED: dict[Lang, list[str]] = {
     "zh": [
         "订单 {order_id} 的退款申请 {refund_id} 已经提交过了。",
-        "退款金额 {amount} {currency}。",
+        "退款金额 {amount}。",
         "当前状态：{status_name}。",
     ],
     "en": [
         "The refund for order {order_id} was already filed, reference {refund_id}.",
-        "Amount: {amount} {currency}.",
+        "Amount: {amount}.",
         "Status: {status_name}.",
     ],
 }
@@ -183,13 +183,13 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
             "zh": [
                 "您的订单 {order_id} 当前状态：{status_name}。",
                 "商品：{items}。",
-                "合计 {total_amount} {currency}。",
+                "合计 {total_amount}。",
                 "物流：{carrier}，运单号 {tracking_number}。",
             ],
             "en": [
                 "Your order {order_id} is {status_name}.",
                 "Items: {items}.",
-                "Total {total_amount} {currency}.",
+                "Total {total_amount}.",
                 "Carrier: {carrier}, tracking number {tracking_number}.",
             ],
         },
@@ -220,12 +220,12 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
         "success": {
             "zh": [
                 "已为订单 {order_id} 提交退款申请，申请号 {refund_id}。",
-                "退款金额 {amount} {currency}。",
+                "退款金额 {amount}。",
                 "当前状态：{status_name}。",
             ],
             "en": [
                 "I've filed a refund for order {order_id}, reference {refund_id}.",
-                "Amount: {amount} {currency}.",
+                "Amount: {amount}.",
                 "Status: {status_name}.",
             ],
         },

@@ -261,7 +261,7 @@ def test_checking_an_order_then_emailing_it_sends_the_orders_facts(nlu: NLUPipel
     name, args = c.calls[-1]
     assert (name, args["to"]) == ("send_email", "han.work@example.com")
     assert "Your order 202405201234 is shipped." in args["body"]
-    assert "Total 299.00 CNY." in args["body"]
+    assert "Total CNY 299.00." in args["body"]
     assert isinstance(reply, Reply) and "han.work@example.com" in reply.text
 
 
