@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,3 +180,56 @@ class CpuMeter:
 
     def _total(self) -> float:
         return tree_cpu_seconds(self.pid) if self.children else cpu_seconds(self.pid)
+
+
+def pids_named(*names: str) -> list[int]:
+    """Live processes whose command name is one of `names` (e.g. the PostgreSQL server's)."""
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                name = f.read().partition("(")[2].rpartition(")")[0]
+        except OSError:
+            continue
+        if name in names:
+            found.append(int(entry))
+    return found
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle so far (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / _TICKS
+
+
+class GroupCpuMeter:
+    """CPU cores a group of processes used between `start()` and `stop()`: the processes are
+    named as functions, so ones that start later (a server's backends) are counted too; a
+    process that ended in between is missed, which only ever under-counts."""
+
+    def __init__(self, find: Callable[[], list[int]]) -> None:
+        self._find = find
+        self._before: dict[int, float] = {}
+        self._wall = 0.0
+        self.cores = 0.0
+
+    def _now(self) -> dict[int, float]:
+        seen: dict[int, float] = {}
+        for pid in self._find():
+            try:
+                seen[pid] = cpu_seconds(pid)
+            except OSError:
+                continue
+        return seen
+
+    def start(self) -> None:
+        self._wall, self._before = time.monotonic(), self._now()
+
+    def stop(self) -> None:
+        wall = time.monotonic() - self._wall
+        used = sum(cpu - self._before.get(pid, 0.0) for pid, cpu in self._now().items())
+        self.cores = used / wall

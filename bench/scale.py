@@ -30,15 +30,24 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._hermes import start_hermes
-from bench._procs import CpuMeter, pct, python, spawn, stop, wait_port_file
+from bench._pg import create_database, drop_database
+from bench._procs import (
+    CpuMeter,
+    GroupCpuMeter,
+    machine_busy_seconds,
+    pct,
+    pids_named,
+    python,
+    spawn,
+    stop,
+    wait_port_file,
+)
 from bench.load import customers, make_plan, tools_file, warm_up
 
-PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
@@ -68,23 +77,15 @@ class Result:
     p95_ms: float
     failures: int
     hermes_cores: float
+    database_cores: float  # the PostgreSQL server (0 on SQLite: it is inside Hermes)
+    redis_cores: float
+    driver_cores: float  # the load generator and the fake model
+    machine_cores: float  # everything this machine ran, this bench or not
 
-
-def create_database() -> str:
-    import psycopg
-
-    name = f"hermes_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return urlsplit(PG_ADMIN_URL)._replace(path=f"/{name}").geturl()
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    @property
+    def cpu_ms_per_turn(self) -> float:
+        """Machine CPU per finished turn: what a turn costs everything that serves it."""
+        return self.machine_cores / self.turns_per_s * 1000 if self.turns_per_s else 0.0
 
 
 def drop_redis_prefix(prefix: str) -> None:
@@ -102,6 +103,7 @@ async def run_case(
     name: str,
     args: argparse.Namespace,
     api_base: str,
+    fake_pid: int,
     demo: Path,
     tmp: Path,
     settings: dict[str, str],
@@ -134,10 +136,17 @@ async def run_case(
             gens.append(gen)
         procs.extend(gens)
         meter = CpuMeter(hermes.pid, children=True)
+        database = GroupCpuMeter(lambda: pids_named("postgres"))
+        redis = GroupCpuMeter(lambda: pids_named("redis-server"))
+        driver = GroupCpuMeter(lambda: [fake_pid, *(g.pid for g in gens)])
         await asyncio.sleep(max(0.0, window_start - time.time()))
-        meter.start()
+        for m in (meter, database, redis, driver):
+            m.start()
+        busy, wall = machine_busy_seconds(), time.monotonic()
         await asyncio.sleep(max(0.0, window_end - time.time()))
-        meter.stop()
+        machine = (machine_busy_seconds() - busy) / (time.monotonic() - wall)
+        for m in (meter, database, redis, driver):
+            m.stop()
         deadline = time.monotonic() + args.turn_timeout + 30
         for gen in gens:
             while gen.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110
@@ -155,6 +164,10 @@ async def run_case(
         pct(ms, 95),
         sum(1 for t in turns if t[3] is not None),
         meter.cores,
+        database.cores,
+        redis.cores,
+        driver.cores,
+        machine,
     )
 
 
@@ -173,7 +186,8 @@ async def main() -> None:
     try:
         api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
         if "sqlite" in cases:
-            results.append(await run_case("1 process, SQLite", args, api_base, demo, tmp, {}))
+            sqlite = await run_case("1 process, SQLite", args, api_base, fake.pid, demo, tmp, {})
+            results.append(sqlite)
         if "postgres" in cases:
             url = create_database()
             try:
@@ -182,6 +196,7 @@ async def main() -> None:
                         "1 process, PostgreSQL",
                         args,
                         api_base,
+                        fake.pid,
                         demo,
                         tmp,
                         {"HERMES_DATABASE_URL": url},
@@ -197,6 +212,7 @@ async def main() -> None:
                         f"{args.workers} workers, PostgreSQL + Redis",
                         args,
                         api_base,
+                        fake.pid,
                         demo,
                         tmp,
                         {
@@ -221,12 +237,18 @@ async def main() -> None:
         " the load generator and the fake model: a second process measures overhead and the"
         " gain of a second core, not a cluster)"
     )
-    print(f"{'case':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'failures':>10}{'cores':>7}")
+    print(
+        f"{'case':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'failures':>10}"
+        f"{'hermes':>8}{'pg':>6}{'redis':>7}{'driver':>8}{'machine':>9}{'cpu ms/turn':>13}"
+    )
     for r in results:
         print(
             f"{r.name:<36}{r.turns_per_s:>9.1f}{r.p50_ms:>9.0f}{r.p95_ms:>9.0f}"
-            f"{r.failures:>10}{r.hermes_cores:>7.2f}"
+            f"{r.failures:>10}{r.hermes_cores:>8.2f}{r.database_cores:>6.2f}{r.redis_cores:>7.2f}"
+            f"{r.driver_cores:>8.2f}{r.machine_cores:>9.2f}{r.cpu_ms_per_turn:>13.1f}"
         )
+    print("(cores used in the measured window: hermes = its processes, pg = the PostgreSQL")
+    print(" server, driver = the load generator and the fake model, machine = all busy CPU)")
     base = next((r for r in results if r.name.endswith("SQLite")), None)
     if base is not None and base.turns_per_s > 0:
         for r in results[1:]:
@@ -234,6 +256,15 @@ async def main() -> None:
             ratio = r.turns_per_s / base.turns_per_s
             verdict = "PASS" if ratio >= need else "FAIL"
             print(f"{verdict}  {r.name}: {ratio:.2f}x one SQLite process (target >= {need})")
+        cores = os.cpu_count() or 1
+        if base.cpu_ms_per_turn > 0:
+            ceiling = cores / (base.cpu_ms_per_turn / 1000)
+            print(
+                f"ceiling: at SQLite's own {base.cpu_ms_per_turn:.1f} ms of machine CPU per turn,"
+                f" {cores} cores serve at most {ceiling:.0f} turns/s"
+                f" = {ceiling / base.turns_per_s:.2f}x one SQLite process, whatever the"
+                " number of processes"
+            )
 
 
 if __name__ == "__main__":

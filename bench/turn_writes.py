@@ -37,6 +37,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
+sys.path.append(str(_HERE.parent))  # after PYTHONPATH: another checkout's `app` may come first
+from bench._pg import PG_ADMIN_URL, create_database, drop_database  # noqa: E402
+
 REPLY = "Your order 202405201234 has shipped and arrives tomorrow."
 ORDER = "202405201234"  # the demo's shipped order of cust_0001
 CUSTOMER = "cust_0001"
@@ -124,11 +127,14 @@ def _events_in(db_path: Path) -> tuple[int, int]:
     return int(n), int(size)
 
 
-def counts(runtime: Any, db_path: Path) -> Counts:
+def counts(runtime: Any, db_path: Path | None) -> Counts:
+    db = runtime.db
+    if db_path is None:  # PostgreSQL: the port's own counts (events counted as written)
+        c = db.counts()
+        return Counts(c.writes, c.control, c.reads, c.jobs, c.commits, c.events, c.event_bytes)
     events, event_bytes = _events_in(db_path)
     wal = db_path.with_name(db_path.name + "-wal")
     wal_bytes = wal.stat().st_size if wal.exists() else 0
-    db = runtime.db
     if hasattr(db, "counts"):
         c = db.counts()
         return Counts(
@@ -183,6 +189,7 @@ async def run(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="hermes-writes-"))
     regenerate(tmp / "demo.db")
     db_path = tmp / "hermes.db"
+    pg_url = create_database() if args.postgres else None
     profiler = cProfile.Profile() if args.profile else None
     with FakeLLMServer(default=Reply(REPLY)) as llm:
         settings = Settings(
@@ -193,6 +200,7 @@ async def run(args: argparse.Namespace) -> None:
             model_api_key="sk-bench",
             local_fallback=False,
             log_level="WARNING",
+            **({"database_url": pg_url} if pg_url else {}),
         )
         kinds = [Kind("plain"), Kind("order status")]
         scripted = ScriptedLLM(default=Reply(REPLY)) if args.scripted else None
@@ -215,7 +223,7 @@ async def run(args: argparse.Namespace) -> None:
                 else:
                     content = f"where is my order {i}"
                 await _idle(runtime)
-                before, t = counts(runtime, db_path), time.perf_counter()
+                before, t = counts(runtime, None if pg_url else db_path), time.perf_counter()
                 if profiler is not None and record:
                     profiler.enable()
                 r = await client.post(
@@ -227,11 +235,11 @@ async def run(args: argparse.Namespace) -> None:
                     profiler.disable()
                 if record:
                     kind.seconds.append(time.perf_counter() - t)
-                    kind.per_turn.append(counts(runtime, db_path).minus(before))
+                    kind.per_turn.append(counts(runtime, None if pg_url else db_path).minus(before))
 
             for kind in kinds:  # warm-up: first calls import and connect
                 await turn(kind, await session(), 0, record=False)
-            size_before = _db_size(db_path)
+            size_before = 0 if pg_url else _db_size(db_path)
             for kind in kinds:
                 left = args.turns
                 while left > 0:
@@ -239,7 +247,9 @@ async def run(args: argparse.Namespace) -> None:
                     for i in range(min(left, args.session_turns)):
                         await turn(kind, sid, i, record=True)
                     left -= args.session_turns
-            grown = _db_size(db_path) - size_before
+            grown = 0 if pg_url else _db_size(db_path) - size_before
+    if pg_url:
+        drop_database(pg_url)
     total_turns = sum(len(k.per_turn) for k in kinds)
     code = "Database.counts()" if _OUTSIDE == [] else "counted from outside (no Database.counts)"
     print(f"code under test: {Path(sys.modules['app'].__file__ or '').parent.parent} [{code}]")
@@ -260,7 +270,8 @@ async def run(args: argparse.Namespace) -> None:
             f" {m[5]:7.1f} {m[6]:12.0f} {m[7]:10.0f}"
             f" {statistics.median(kind.seconds) * 1000:12.1f}"
         )
-    print(f"database growth    {grown / total_turns:8.0f} bytes per turn (checkpointed pages)")
+    if not pg_url:
+        print(f"database growth    {grown / total_turns:8.0f} bytes per turn (checkpointed pages)")
     if profiler is not None:
         profiler.dump_stats(args.profile)
         stats = pstats.Stats(profiler)
@@ -271,6 +282,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=20, help="turns of each kind")
     parser.add_argument("--session-turns", type=int, default=20, help="turns per session")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help=f"run on a fresh PostgreSQL database (server: {PG_ADMIN_URL})",
+    )
     parser.add_argument("--profile", help="write a cProfile of the measured turns here")
     parser.add_argument(
         "--scripted",

@@ -37,7 +37,13 @@ def check(tx: Tx, fence: Fence) -> None:
 
     On PostgreSQL the check locks the lease row until this transaction ends, so a takeover
     waits for it instead of slipping in between the check and the commit (SQLite's writer
-    already admits one transaction at a time)."""
+    already admits one transaction at a time). The lock lasts until the transaction ends, so
+    an engine whose connection keeps `fences_checked` (PostgreSQL's: the set of fences checked
+    in the current transaction, outside savepoints) skips checking the same fence again in
+    the same transaction — several jobs of one session committed together."""
+    checked: set[Fence] | None = getattr(tx.conn, "fences_checked", None)
+    if checked is not None and fence in checked:
+        return  # this transaction already holds the lease row locked
     row = tx.one(
         "SELECT 1 FROM session_leases WHERE session_id = ? AND owner = ? AND token = ?"
         + tx.for_update,
@@ -47,3 +53,5 @@ def check(tx: Tx, fence: Fence) -> None:
         raise LeaseLost(
             f"session {fence.session_id} was taken over; this process stops writing to it"
         )
+    if checked is not None:
+        checked.add(fence)

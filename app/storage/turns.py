@@ -86,9 +86,9 @@ def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[s
 
 def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
     rows = tx.execute(
-        "SELECT id, status FROM turns WHERE session_id = ?"
-        " AND status IN ('queued', 'running')"
-        " ORDER BY status = 'running' DESC, number LIMIT 2",
+        "SELECT t.id, t.status, s.user_id FROM turns t JOIN sessions s ON s.id = t.session_id"
+        " WHERE t.session_id = ? AND t.status IN ('queued', 'running')"
+        " ORDER BY t.status = 'running' DESC, t.number LIMIT 2",
         (session_id,),
     ).fetchall()
     if not rows or rows[0]["status"] == "running":
@@ -103,8 +103,7 @@ def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
     tx.emit(session_id, turn.tenant_id, *started)
     if answer_waits and not turn.resume_from_step:
         steps.answer_waits(tx, session_id, turn.user_message_id)
-    (user_id,) = tx.one("SELECT user_id FROM sessions WHERE id = ?", (session_id,)) or ("",)
-    return Claimed(turn, str(user_id), more=len(rows) > 1)
+    return Claimed(turn, str(rows[0]["user_id"]), more=len(rows) > 1)
 
 
 def turn_message(
@@ -240,13 +239,12 @@ class TurnStore(Store):
                 token_estimate=token_estimate,
                 metadata={"client_message_id": client_message_id} if client_message_id else {},
             )
-            (last_seq,) = tx.one(
-                "SELECT last_event_seq FROM sessions WHERE id = ?", (session_id,)
-            ) or (0,)
-            tx.execute(
+            # The session row is locked: its sequence moved only by what this job emitted.
+            last_seq = session.last_event_seq + (1 if resumed else 0)
+            row = tx.one(
                 "INSERT INTO turns (id, session_id, tenant_id, number, client_message_id,"
                 " user_message_id, status, accepted_seq, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *",
                 (
                     turn_id,
                     session_id,
@@ -265,7 +263,9 @@ class TurnStore(Store):
             )
             if open_turns:
                 tx.emit(session_id, tenant_id, *events.turn_queued(turn_id, open_turns))
-            return Accepted(_turn(tx, turn_id), created=True, ahead=open_turns, resumed=resumed)
+            assert row is not None
+            turn = Turn.from_row(row)
+            return Accepted(turn, created=True, ahead=open_turns, resumed=resumed)
 
         return await self.transact(accept)
 

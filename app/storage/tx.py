@@ -24,6 +24,15 @@ log = logging.getLogger(__name__)
 Publisher = Callable[[list[Event]], None]
 
 
+# The next sequence number and the event row in one statement (SQLite can't UPDATE in a WITH).
+_EMIT_POSTGRES = (
+    "WITH next AS (UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
+    " RETURNING last_event_seq)"
+    " INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
+    " SELECT ?, next.last_event_seq, ?, ?, ?, ?, ? FROM next RETURNING seq"
+)
+
+
 class Tx:
     def __init__(self, conn: Connection, now: float | None = None) -> None:
         self.conn = conn
@@ -54,11 +63,24 @@ class Tx:
     ) -> Event:
         """Append an event (built by `app.events`: `tx.emit(session, tenant, *new_event)`)
         to the session's log, with the session's next sequence number."""
-        row = self.conn.execute(
-            "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
-            " RETURNING last_event_seq",
-            (session_id,),
-        ).fetchone()
+        payload = dumps(data)
+        if self.dialect == "postgres":  # one statement, one round trip
+            row = self.conn.execute(
+                _EMIT_POSTGRES,
+                (session_id, session_id, tenant_id, turn_id, type, payload, self.now),
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
+                " RETURNING last_event_seq",
+                (session_id,),
+            ).fetchone()
+            if row is not None:
+                self.conn.execute(
+                    "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, row[0], tenant_id, turn_id, type, payload, self.now),
+                )
         if row is None:
             raise LookupError(f"session {session_id} vanished")
         event = Event(
@@ -69,12 +91,6 @@ class Tx:
             data=data,
             turn_id=turn_id,
             created_at=self.now,
-        )
-        payload = dumps(data)
-        self.conn.execute(
-            "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, event.seq, tenant_id, turn_id, type, payload, self.now),
         )
         note_event(self.conn, len(payload.encode()))
         self.events.append(event)

@@ -1,10 +1,11 @@
 """One writer thread per database with group commit — the part both engines share.
 
 All writes go through `write(fn)`: `fn(conn)` runs on the single writer thread inside a
-transaction, in a savepoint of its own when others share the transaction, and whatever jobs
-queued up meanwhile commit together (one commit, one thread hop). A job's `on_commit` callback
-runs on the event loop after the commit, in commit order, before its awaiting caller resumes:
-publishing an event there means nobody ever sees an event that a crash could take back.
+transaction, and whatever jobs queued up meanwhile commit together (one commit, one thread hop).
+A job that fails fails alone: the batch is then run again with each job in a savepoint. A
+job's `on_commit` callback runs on the event loop after the commit, in commit order, before its
+awaiting caller resumes: publishing an event there means nobody ever sees an event that a
+crash could take back.
 
 An engine that reports conflicts between writers (PostgreSQL: a deadlock with another process,
 a serialisation failure) gets the whole batch run again from the start, a few times; jobs are
@@ -178,26 +179,39 @@ class BatchWriter(Generic[C]):
         raise AssertionError("unreachable: the last attempt never retries")
 
     def _attempt(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
-        """The batch's outcomes, or None: it met a conflict, nothing committed, run it again."""
-        outcomes: list[Outcome] = []
+        """The batch's outcomes, or None: it met a conflict, nothing committed, run it again.
+
+        The jobs run first one after the other in the batch's transaction, with no savepoints
+        (each savepoint is two more statements, a round trip each on a server). Only if one
+        of them fails is the transaction rolled back and the batch run again with a savepoint
+        around every job, so the failure stays the failing job's own."""
         try:
             self._control(conn, self.begin_sql)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
-        isolated = batch
-        if len(batch) == 1:  # alone in its transaction: no savepoint needed to isolate it
-            job = batch[0]
+        outcomes: list[Outcome] = []
+        for job in batch:
             try:
                 result = job.fn(conn)
             except BaseException as exc:
                 self._control(conn, "ROLLBACK")
                 if not last and self._retryable(exc):
                     return None
-                return [(job, None, exc)]
+                if len(batch) == 1:
+                    return [(job, None, exc)]
+                return self._isolated(conn, batch, last=last)
             outcomes.append((job, result, None))
-            isolated = []
-        for job in isolated:
+        return self._commit(conn, batch, outcomes, last=last)
+
+    def _isolated(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
+        """The batch again, each job in a savepoint: the failing ones roll back alone."""
+        try:
+            self._control(conn, self.begin_sql)
+        except Exception as exc:
+            return [(job, None, exc) for job in batch]
+        outcomes: list[Outcome] = []
+        for job in batch:
             self._control(conn, "SAVEPOINT job")
             try:
                 result = job.fn(conn)
@@ -211,6 +225,11 @@ class BatchWriter(Generic[C]):
             else:
                 self._control(conn, "RELEASE job")
                 outcomes.append((job, result, None))
+        return self._commit(conn, batch, outcomes, last=last)
+
+    def _commit(
+        self, conn: Any, batch: list[_Job[Any]], outcomes: list[Outcome], *, last: bool
+    ) -> list[Outcome] | None:
         try:
             self._control(conn, "COMMIT")
             self.commits += 1

@@ -5,6 +5,7 @@ writes refused, and the claim that takes, keeps and lets go of a session's lease
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sys
@@ -165,6 +166,60 @@ async def test_the_current_owner_writes_under_its_fence(world: World) -> None:
 
     await asyncio.create_task(as_owner())
     assert await world.status(session_id, turn_id) == ("failed", "cancelled")
+
+
+async def test_jobs_of_one_owner_committed_together_check_its_lease_once(
+    world: World, backend: str
+) -> None:
+    session_id = await world.session()
+    await world.queue(session_id)
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert owned.fence is not None
+    held, db = owned.fence, world.events.db
+
+    def note(n: int) -> Any:
+        return lambda tx: tx.emit(session_id, TENANT, "x.noted", {"n": n})
+
+    async def as_owner(jobs: int) -> None:
+        fences.current.set(held)
+        await asyncio.gather(*(world.events.transact_nowait(note(n)) for n in range(jobs)))
+
+    before = db.counts()
+    await asyncio.create_task(as_owner(40))
+    cost = db.counts() - before
+    assert cost.jobs == 40 and cost.commits < 40  # committed in batches
+    # Each job emits one event: one statement on PostgreSQL (two on SQLite), plus the lease
+    # check, once per transaction on PostgreSQL (SQLite checks every job: it's in-process).
+    per_job = 1 if backend == "postgres" else 2
+    checks = cost.commits if backend == "postgres" else cost.jobs
+    assert cost.writes == 40 * per_job + checks
+
+
+async def test_a_stale_owners_job_fails_alone_in_a_batch_with_the_owners(world: World) -> None:
+    session_id = await world.session()
+    await world.queue(session_id)
+    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert owned.fence is not None
+    stale = Fence(session_id, B, owned.fence.token)  # never held it
+
+    def note(n: int) -> Any:
+        return lambda tx: tx.emit(session_id, TENANT, "x.noted", {"n": n})
+
+    async def submit(fence: Fence, n: int) -> Any:
+        fences.current.set(fence)
+        return world.events.transact_nowait(note(n))
+
+    futures = [await asyncio.create_task(submit(owned.fence, n)) for n in range(10)]
+    lost = await asyncio.create_task(submit(stale, 99))
+    futures += [await asyncio.create_task(submit(owned.fence, n)) for n in range(10, 20)]
+    await asyncio.gather(*futures)
+    with pytest.raises(LeaseLost):
+        await lost
+    rows = await world.events.db.fetchall(
+        "SELECT data FROM events WHERE session_id = ? AND type = 'x.noted' ORDER BY seq",
+        (session_id,),
+    )
+    assert [json.loads(r[0])["n"] for r in rows] == list(range(20))
 
 
 async def test_a_claim_keeps_the_lease_while_turns_are_queued_and_lets_go_after(
