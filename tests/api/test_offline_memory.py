@@ -4,33 +4,19 @@ acknowledge and use what is remembered."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
-from app.testing import LiveService, SseEvent, serve, stream_turn
+from app.testing import LiveService, stream_turn
+from tests.api.test_offline_refunds import calls as tools
+from tests.api.test_offline_refunds import offline, reply_text
 from tests.conftest import new_session
 
-
-@pytest.fixture
-async def offline(make_settings: Any) -> AsyncIterator[LiveService]:
-    settings = make_settings(model="hermes/local", model_api_base=None, model_api_key=None)
-    async with serve(settings) as svc:
-        yield svc
+__all__ = ["offline"]  # the fixture, shared with the refund conversations
 
 
 async def memories(svc: LiveService, user: str) -> dict[str, dict[str, Any]]:
     items = (await svc.client.get(f"/v1/users/{user}/memories")).json()["items"]
     return {str(m["key"]): m for m in items if m.get("key")}
-
-
-def reply_text(events: list[SseEvent]) -> str:
-    return str([e for e in events if e.event == "message.completed"][-1].data["text"])
-
-
-def tools(events: list[SseEvent]) -> list[tuple[str, str]]:
-    return [(e.data["tool"], e.data["status"]) for e in events if e.event == "tool.completed"]
 
 
 async def test_a_phone_the_tool_updated_is_stored_as_confirmed(offline: LiveService) -> None:

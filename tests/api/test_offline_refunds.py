@@ -49,11 +49,20 @@ def reply_text(events: list[SseEvent]) -> str:
     return str([e for e in events if e.event == "message.completed"][-1].data["text"])
 
 
+def refunds_of(svc: LiveService, order_id: str) -> list[tuple[Any, ...]]:
+    return _demo(svc, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id)
+
+
+async def refund_session(svc: LiveService) -> tuple[str, float, str]:
+    """A session of the owner of `big_order`: (order, total, session id)."""
+    order_id, customer, total = big_order(svc)
+    return order_id, total, await new_session(svc, customer)
+
+
 async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
     offline: LiveService,
 ) -> None:
-    order_id, customer, total = big_order(offline)
-    session_id = await new_session(offline, customer)
+    order_id, total, session_id = await refund_session(offline)
     events = await stream_turn(
         offline.client, session_id, f"I want a refund for order {order_id}", decide="approve"
     )
@@ -62,17 +71,14 @@ async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
         ("query_order_status", "success"),
         ("request_refund", "success"),
     ]
-    assert _demo(
-        offline, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id
-    ) == [(round(total * 100), "pending_review")]
+    assert refunds_of(offline, order_id) == [(round(total * 100), "pending_review")]
     assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
 
 
 async def test_a_bare_amount_answers_the_refunds_question_through_the_service(
     offline: LiveService,
 ) -> None:
-    order_id, customer, total = big_order(offline)
-    session_id = await new_session(offline, customer)
+    order_id, total, session_id = await refund_session(offline)
     first = await stream_turn(
         offline.client, session_id, f"订单{order_id}退款{total + 1000:.0f}元", decide="approve"
     )
@@ -82,17 +88,14 @@ async def test_a_bare_amount_answers_the_refunds_question_through_the_service(
     intent = next(e for e in second if e.event == "intent.classified")
     assert intent.data["intent"] == "refund_request"  # not password_reset: it answered
     assert calls(second) == [("request_refund", "success")]
-    assert _demo(
-        offline, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id
-    ) == [(30000, "approved")]
+    assert refunds_of(offline, order_id) == [(30000, "approved")]
     assert "退款金额" in reply_text(second)
 
 
 async def test_an_approved_refund_says_so_and_asking_again_tells_its_status(
     offline: LiveService,
 ) -> None:
-    order_id, customer, total = big_order(offline)
-    session_id = await new_session(offline, customer)
+    order_id, total, session_id = await refund_session(offline)
     first = await stream_turn(
         offline.client, session_id, f"我要退款，订单{order_id}，退{total:.2f}元", decide="approve"
     )
@@ -113,8 +116,7 @@ async def test_an_approved_refund_says_so_and_asking_again_tells_its_status(
 async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
     offline: LiveService,
 ) -> None:
-    order_id, customer, total = big_order(offline)
-    session_id = await new_session(offline, customer)
+    order_id, total, session_id = await refund_session(offline)
     events = await stream_turn(
         offline.client,
         session_id,
