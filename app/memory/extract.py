@@ -234,12 +234,14 @@ def _remember_body(sentence: str) -> str | None:
 
 
 def remember_request(text: str) -> str | None:
-    """The note a message asks to be remembered ("" for "记住这个" / "remember this"), or
-    None when it asks nothing of the kind: what a reply acknowledges."""
-    for sentence in sentences(text):
+    """The note a message asks to be remembered, as `extract` stores it ("我喜欢顺丰。记住这个"
+    -> "我喜欢顺丰"; "" when it names nothing), or None when it asks nothing of the kind: what
+    a reply acknowledges."""
+    parts = sentences(text)
+    for i, sentence in enumerate(parts):
         body = _remember_body(sentence)
         if body is not None:
-            return body
+            return body or "；".join(p for j, p in enumerate(parts) if j != i).strip()
     return None
 
 

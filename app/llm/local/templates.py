@@ -47,7 +47,11 @@ HANDOFF: dict[str, Text] = {
 
 # Memory: the service stores and forgets; these only answer the customer (app/llm/local/memory.py).
 REMEMBERED: Text = {"zh": "好的，我记住了：{note}。", "en": "Got it, I'll remember that {note}."}
-REMEMBERED_BARE: Text = {"zh": "好的，我记住了。", "en": "Got it, I'll remember that."}
+# "记住这个" with nothing to remember: nothing was stored, so ask rather than claim it was.
+REMEMBERED_BARE: Text = {
+    "zh": "好的，请告诉我需要记住的内容。",
+    "en": "Sure. What would you like me to remember?",
+}
 FORGOTTEN: Text = {
     "zh": "好的，已经删除了，我不会再记着这条信息。",
     "en": "Done: I've deleted that and won't keep it.",

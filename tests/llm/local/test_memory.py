@@ -32,6 +32,7 @@ def test_remember_is_acknowledged_in_the_second_person() -> None:
         "好的，我记住了：您下午三点以后才方便接电话。"
     )
     assert memory_reply("Remember this", False, [], "en") == t.REMEMBERED_BARE["en"]
+    assert memory_reply("我喜欢顺丰。记住这个", False, [], "zh") == "好的，我记住了：您喜欢顺丰。"
     assert memory_reply("please remember my number is 13800138000", True, [], "en") is None
     assert memory_reply("我的订单到哪了", False, [], "zh") is None
 
