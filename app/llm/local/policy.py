@@ -58,6 +58,14 @@ _NOT_WORD = re.compile(r"[\W_]+")
 # A bare number answering "how much should be refunded?" ("948", "¥1786.50"): the tagger only
 # tags amounts with a unit or a verb around them, but a lone number there can only be the amount.
 _BARE_AMOUNT = re.compile(r"^\s*[¥￥$]?\s*(\d{1,7}(?:\.\d{1,2})?)\s*[。.!！]?\s*$")
+# A number right after "refund"/"退款" or before "refunded" ("refund 100 on order …",
+# "订单…退款100", "I want 948 refunded"): the tagger misses amounts without a unit, and
+# refunding the whole order instead would be a write nobody asked for.
+_REFUND_AMOUNT = re.compile(
+    r"(?:refund(?:\s+(?:of|me))?|退款|退还|退)\s*[¥￥$]?\s*(\d{1,7}(?:\.\d{1,2})?)(?![\d.])|"
+    r"(?<![\d.])(\d{1,7}(?:\.\d{1,2})?)\s*(?:refunded|back\b)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,10 @@ class DialoguePolicy:
                     u.memory.new_thread()
                 u.memory.new_request()
                 u.intent, u.continued = intent, False
+            if u.intent == "refund_request" and "amount" not in slots:
+                said = _REFUND_AMOUNT.search(residual)
+                if said:
+                    slots["amount"] = said.group(1) or said.group(2)
             u.memory.add(slots, index, turn.text)
             active = u.intent if u.intent in TOOL_INTENTS else None
         u.language = latest_language(reversed(residuals))

@@ -302,3 +302,28 @@ def test_a_bare_number_without_the_amount_question_is_not_an_amount(nlu: NLUPipe
     policy = DialoguePolicy(nlu)
     messages = [user("我要退款"), assistant(t.ASK["refund_request"]["order_id"]["zh"]), user("948")]
     assert "amount" not in policy.understand_messages(messages).memory.slots
+
+
+@pytest.mark.parametrize(
+    ("text", "amount"),
+    [
+        (f"Please refund 100 on order {ORDER}", 100.0),
+        (f"订单{ORDER}退款100", 100.0),
+        (f"I want 948 refunded for order {ORDER}", 948.0),
+        (f"退款88.5，订单{ORDER}", 88.5),
+    ],
+)
+def test_a_refund_amount_without_a_unit_is_the_amount_not_the_whole_order(
+    nlu: NLUPipeline, text: str, amount: float
+) -> None:
+    # Unitless amounts are not tagged; refunding the whole order instead is a write nobody
+    # asked for.
+    decision = DialoguePolicy(nlu).decide([user(text)], ALL_TOOLS)
+    assert decision == CallTool(
+        "request_refund", {"order_id": ORDER, "amount": amount}, "refund_request"
+    )
+
+
+def test_a_quantity_in_a_refund_request_is_not_an_amount(nlu: NLUPipeline) -> None:
+    decision = DialoguePolicy(nlu).decide([user(f"我买了2件，想退款，订单{ORDER}")], ALL_TOOLS)
+    assert decision == CallTool("request_refund", {"order_id": ORDER}, "refund_request")
