@@ -257,8 +257,16 @@ def _remembered(sentence: str, others: list[str]) -> list[Draft]:
     return keyed or [_node("note", body)]
 
 
+# The runtime's own confirmation question (app/tools/policy/confirm.py QUESTION): a "yes" to
+# it runs the tool, whose result is the evidence; the question itself (masked values, "shall
+# I go ahead?") is not a decision worth remembering.
+_READBACK = re.compile(r"^\s*(please confirm:|请确认：)", re.I)
+
+
 def _confirmed_proposal(facts: TurnFacts) -> list[Draft]:
     if not facts.previous_assistant or not _CONFIRM_REPLY.match(normalize(facts.user_text).strip()):
+        return []
+    if _READBACK.match(facts.previous_assistant):
         return []
     for sentence in reversed(sentences(facts.previous_assistant)):
         if _PROPOSAL.search(normalize(sentence)):

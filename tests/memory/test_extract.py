@@ -168,3 +168,13 @@ def test_a_contact_a_tool_refused_is_not_stored():
 def test_remember_that_i_prefer_to_be_contacted_by_email_is_a_channel_preference():
     stored = extract(TurnFacts("Please remember that I prefer to be contacted by email")).drafts
     assert [(d.key, d.value) for d in stored] == [("preference.contact_channel", "email")]
+
+
+def test_yes_to_the_runtimes_confirmation_question_is_not_a_decision():
+    for question in (
+        "Please confirm: change the email on your account to l***@example.net. Reply yes or no: "
+        "shall I go ahead?",
+        "请确认：将您账户的手机号改为 139****5678。请回复“是”或“不”：现在为您办理吗？",
+    ):
+        assert extract(TurnFacts("yes", previous_assistant=question)).drafts == []
+        assert extract(TurnFacts("是的", previous_assistant=question)).drafts == []
