@@ -310,7 +310,7 @@ class MemoryService(Store):
                     out.rejected.append(pending.id)
             # A contact value a tool refused this turn ("that number doesn't match the
             # account") is not the customer's, whatever an earlier turn heard them say.
-            for key in ("contact.phone", "contact.email"):
+            for key in ("contact.phone", "contact.email") if found.refuted else ():
                 held = store.current(tx, scope, key)
                 if (
                     held is not None
