@@ -89,7 +89,13 @@ class _DatabaseWork(Collector):
             "hermes_db_commits", "Write batches committed.", value=total.commits
         )
         yield CounterMetricFamily(
-            "hermes_db_jobs", "Write jobs run (each its own savepoint).", value=total.jobs
+            "hermes_db_jobs", "Write jobs run (a batch's share one transaction).", value=total.jobs
+        )
+        yield CounterMetricFamily(
+            "hermes_db_writer_busy_seconds",
+            "Time the writer thread spent running write batches: a rate near 1 means writes"
+            " queue behind it (the writer is saturated).",
+            value=total.busy_s,
         )
         statements = CounterMetricFamily(
             "hermes_db_statements",

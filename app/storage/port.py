@@ -27,13 +27,14 @@ class DbCounts:
     """Work done by one database since it opened (see `Database.counts`)."""
 
     commits: int = 0  # write batches committed (group commit: one per batch)
-    jobs: int = 0  # write jobs run (each its own transaction or savepoint)
+    jobs: int = 0  # write jobs run (several share a batch's transaction)
     writes: int = 0  # statements the write jobs ran
     control: int = 0  # transaction control around them: BEGIN, SAVEPOINT, RELEASE, COMMIT...
     reads: int = 0  # read queries through the reader pool
     events: int = 0  # session events appended
     event_bytes: int = 0  # their JSON payloads, in bytes
     retries: int = 0  # batches run again after a deadlock or serialisation failure
+    busy_s: float = 0.0  # seconds the writer thread spent running batches (saturation)
 
     def __sub__(self, other: DbCounts) -> DbCounts:
         return DbCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(DbCounts)))

@@ -146,6 +146,7 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
             events=writer.events if writer else 0,
             event_bytes=writer.event_bytes if writer else 0,
             retries=self._retries,
+            busy_s=self.busy_s,
         )
 
     # -- reads --------------------------------------------------------------------------------

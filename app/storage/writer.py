@@ -18,6 +18,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -57,6 +58,7 @@ class BatchWriter(Generic[C]):
         self._jobs_run = 0
         self._control_statements = 0
         self._retries = 0
+        self.busy_s = 0.0  # time spent running batches: near all of it = writes queue up
 
     # -- what an engine provides ---------------------------------------------------------------
 
@@ -147,6 +149,7 @@ class BatchWriter(Generic[C]):
                         stop = True
                         break
                     batch.append(more)
+                started = time.perf_counter()
                 try:
                     conn = self._usable(conn)
                 except Exception as exc:
@@ -154,6 +157,7 @@ class BatchWriter(Generic[C]):
                     outcomes: list[Outcome] = [(j, None, exc) for j in batch]
                 else:
                     outcomes = self._run_batch(conn, batch)
+                self.busy_s += time.perf_counter() - started
                 loop.call_soon_threadsafe(_deliver, outcomes)
                 if stop:
                     break

@@ -239,6 +239,7 @@ class PostgresDatabase(BatchWriter[PgConnection]):
             events=writer.events if writer else 0,
             event_bytes=writer.event_bytes if writer else 0,
             retries=self._retries,
+            busy_s=self.busy_s,
         )
 
     def _control(self, conn: Any, sql: str) -> None:
