@@ -31,6 +31,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._hermes import start_hermes
@@ -81,11 +83,21 @@ class Result:
     redis_cores: float
     driver_cores: float  # the load generator and the fake model
     machine_cores: float  # everything this machine ran, this bench or not
+    writer_busy: float | None  # share of the window the database writer was running batches
 
     @property
     def cpu_ms_per_turn(self) -> float:
         """Machine CPU per finished turn: what a turn costs everything that serves it."""
         return self.machine_cores / self.turns_per_s * 1000 if self.turns_per_s else 0.0
+
+
+async def writer_busy_s(url: str) -> float:
+    async with httpx.AsyncClient(timeout=10) as client:
+        text = (await client.get(f"{url}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith("hermes_db_writer_busy_seconds_total "):
+            return float(line.split()[1])
+    return 0.0
 
 
 def drop_redis_prefix(prefix: str) -> None:
@@ -143,8 +155,11 @@ async def run_case(
         for m in (meter, database, redis, driver):
             m.start()
         busy, wall = machine_busy_seconds(), time.monotonic()
+        writer_before = await writer_busy_s(hermes.url)
         await asyncio.sleep(max(0.0, window_end - time.time()))
-        machine = (machine_busy_seconds() - busy) / (time.monotonic() - wall)
+        window = time.monotonic() - wall
+        machine = (machine_busy_seconds() - busy) / window
+        writer_after = await writer_busy_s(hermes.url)
         for m in (meter, database, redis, driver):
             m.stop()
         deadline = time.monotonic() + args.turn_timeout + 30
@@ -168,6 +183,8 @@ async def run_case(
         redis.cores,
         driver.cores,
         machine,
+        # With several workers one scrape reaches one of them: only a lone process is read.
+        None if serve_args else (writer_after - writer_before) / window,
     )
 
 
@@ -240,15 +257,18 @@ async def main() -> None:
     print(
         f"{'case':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'failures':>10}"
         f"{'hermes':>8}{'pg':>6}{'redis':>7}{'driver':>8}{'machine':>9}{'cpu ms/turn':>13}"
+        f"{'writer':>8}"
     )
     for r in results:
         print(
             f"{r.name:<36}{r.turns_per_s:>9.1f}{r.p50_ms:>9.0f}{r.p95_ms:>9.0f}"
             f"{r.failures:>10}{r.hermes_cores:>8.2f}{r.database_cores:>6.2f}{r.redis_cores:>7.2f}"
             f"{r.driver_cores:>8.2f}{r.machine_cores:>9.2f}{r.cpu_ms_per_turn:>13.1f}"
+            f"{'-' if r.writer_busy is None else f'{r.writer_busy:.0%}':>8}"
         )
     print("(cores used in the measured window: hermes = its processes, pg = the PostgreSQL")
-    print(" server, driver = the load generator and the fake model, machine = all busy CPU)")
+    print(" server, driver = the load generator and the fake model, machine = all busy CPU;")
+    print(" writer = share of the time the database writer thread was running write batches)")
     base = next((r for r in results if r.name.endswith("SQLite")), None)
     if base is not None and base.turns_per_s > 0:
         for r in results[1:]:

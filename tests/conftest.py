@@ -16,6 +16,14 @@ os.environ.setdefault("INITIAL_RETRY_DELAY", "0.01")
 os.environ.setdefault("MAX_RETRY_DELAY", "0.05")
 os.environ.setdefault("JITTER", "0")
 
+# numpy and OpenBLAS pick their math kernels by CPU when they load; the NLU tests retrain the
+# committed models and compare bytes, so the suite runs on the kernels `hermes nlu train` uses
+# on every machine (app/nlu/kernels.py), set here before anything loads numpy.
+from app.nlu.kernels import PORTABLE_KERNELS
+
+os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", PORTABLE_KERNELS["NPY_DISABLE_CPU_FEATURES"])
+os.environ.setdefault("OPENBLAS_CORETYPE", PORTABLE_KERNELS["OPENBLAS_CORETYPE"])
+
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any

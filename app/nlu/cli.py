@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,10 @@ def _model_dir() -> Path:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from app.nlu.kernels import PORTABLE_KERNELS
+
+    if any(os.environ.get(k) != v for k, v in PORTABLE_KERNELS.items()):
+        return _train_in_portable_process(args, PORTABLE_KERNELS)
     try:
         from app.nlu.train import TrainConfig, train
     except ImportError as exc:
@@ -43,10 +48,28 @@ def _train(args: argparse.Namespace) -> int:
     manifest = result.manifest
     print(f"trained on {manifest.examples} examples from {args.data} "
           f"in {time.perf_counter() - started:.1f} s (seed {config.seed})")  # fmt: skip
+    kernels = " ".join(f"{k}={os.environ.get(k, '(unset)')!r}" for k in PORTABLE_KERNELS)
+    print(f"  math kernels: {kernels}")
     for name, digest in sorted(manifest.artefacts.items()):
         size = (out / name).stat().st_size
         print(f"  {out / name}  {size / 1024:.0f} KiB  sha256 {digest[:16]}")
     return 0
+
+
+def _train_in_portable_process(args: argparse.Namespace, kernels: dict[str, str]) -> int:
+    """The same command in a child process whose math kernels are the same on every machine
+    (numpy and OpenBLAS choose theirs when they load: see app/nlu/train.py)."""
+    command = [sys.executable, "-m", "app.cli", "nlu", "train", "--data", str(args.data)]
+    if args.out is not None:
+        command += ["--out", str(args.out)]
+    if args.seed is not None:
+        command += ["--seed", str(args.seed)]
+    done = subprocess.run(
+        command, env={**os.environ, **kernels}, capture_output=True, text=True, check=False
+    )
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -3,7 +3,11 @@
 Reproducible: the data order comes from the seed, scikit-learn's lbfgs and CRFsuite's
 L-BFGS are deterministic, BLAS runs on one thread while fitting, and nothing time- or
 machine-dependent goes into the artefacts or the manifest. The same data and config give
-byte-identical files (tests/nlu/test_train.py checks it against the committed model).
+byte-identical files (tests/nlu/test_train.py checks it against the committed model) — on
+any x86-64 machine with AVX2 when run as `hermes nlu train`, which starts training in a
+process with `PORTABLE_KERNELS` set: numpy and OpenBLAS otherwise pick their math kernels by
+CPU at start-up (AVX-512 ones where there are), and those differ in the last bits
+(app/nlu/kernels.py).
 
 Needs the `train` extra (scikit-learn, skl2onnx, onnx); serving does not.
 """

@@ -80,6 +80,10 @@ class BatchWriter(Generic[C]):
         """True for errors that mean "another writer got in the way: run the batch again"."""
         return False
 
+    def _begin(self, conn: Any, *, isolated: bool) -> None:
+        """Start a batch's transaction; `isolated`: its jobs will run in savepoints."""
+        self._control(conn, self.begin_sql)
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def _start_writer(self) -> None:
@@ -190,7 +194,7 @@ class BatchWriter(Generic[C]):
         of them fails is the transaction rolled back and the batch run again with a savepoint
         around every job, so the failure stays the failing job's own."""
         try:
-            self._control(conn, self.begin_sql)
+            self._begin(conn, isolated=False)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
         self._jobs_run += len(batch)
@@ -206,12 +210,12 @@ class BatchWriter(Generic[C]):
                     return [(job, None, exc)]
                 return self._isolated(conn, batch, last=last)
             outcomes.append((job, result, None))
-        return self._commit(conn, batch, outcomes, last=last)
+        return self._commit(conn, batch, outcomes, last=last, isolate=len(batch) > 1)
 
     def _isolated(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
         """The batch again, each job in a savepoint: the failing ones roll back alone."""
         try:
-            self._control(conn, self.begin_sql)
+            self._begin(conn, isolated=True)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
         outcomes: list[Outcome] = []
@@ -232,8 +236,17 @@ class BatchWriter(Generic[C]):
         return self._commit(conn, batch, outcomes, last=last)
 
     def _commit(
-        self, conn: Any, batch: list[_Job[Any]], outcomes: list[Outcome], *, last: bool
+        self,
+        conn: Any,
+        batch: list[_Job[Any]],
+        outcomes: list[Outcome],
+        *,
+        last: bool,
+        isolate: bool = False,
     ) -> list[Outcome] | None:
+        """Commit; if that fails and `isolate`, the batch again in savepoints: an engine that
+        reports a statement's error only at the commit (PostgreSQL's pipeline) still fails
+        only the job that ran it."""
         try:
             self._control(conn, "COMMIT")
             self.commits += 1
@@ -242,6 +255,8 @@ class BatchWriter(Generic[C]):
                 self._control(conn, "ROLLBACK")
             if not last and self._retryable(exc):
                 return None
+            if isolate:
+                return self._isolated(conn, batch, last=last)
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             return [(job, None, exc) for job in batch]
         return outcomes

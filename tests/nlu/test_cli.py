@@ -11,6 +11,7 @@ import pytest
 from app.nlu.cli import register
 from app.nlu.datagen import TEMPLATES_FILE
 from app.nlu.dataset import TRAIN_FILE, read_jsonl, write_jsonl
+from app.nlu.kernels import PORTABLE_KERNELS
 from app.nlu.manifest import Manifest
 from tests.nlu.conftest import DATA_DIR
 
@@ -59,3 +60,22 @@ def test_datagen_rewrites_the_training_set_from_the_templates(tmp_path: Path) ->
     shutil.copy(DATA_DIR / TEMPLATES_FILE, tmp_path / TEMPLATES_FILE)
     assert run("nlu", "datagen", "--data", str(tmp_path)) == 0
     assert (tmp_path / TRAIN_FILE).read_bytes() == (DATA_DIR / TRAIN_FILE).read_bytes()
+
+
+def test_train_runs_in_a_process_on_the_portable_kernels_when_these_are_not_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    write_jsonl(data / TRAIN_FILE, read_jsonl(DATA_DIR / TRAIN_FILE)[::10])
+    assert run("nlu", "train", "--data", str(data), "--out", str(tmp_path / "here")) == 0
+    capsys.readouterr()
+    for name in PORTABLE_KERNELS:
+        monkeypatch.delenv(name)
+    assert run("nlu", "train", "--data", str(data), "--out", str(tmp_path / "child")) == 0
+    out = capsys.readouterr().out
+    assert "trained on 300 examples" in out  # the child's report, passed on
+    assert "OPENBLAS_CORETYPE='Haswell'" in out  # what the child ran on; this process hasn't it
+    # This process runs on the portable kernels (tests/conftest.py): the child, which set
+    # them itself, trained the same bytes.
+    for name in ("intent.onnx", "slots.crfsuite", "manifest.json"):
+        assert (tmp_path / "child" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()

@@ -106,6 +106,24 @@ async def test_a_job_failing_in_the_database_does_not_undo_its_batchmates(db: Da
     assert db.counts().jobs - before.jobs == 120  # a batch run again counts its jobs once
 
 
+async def test_jobs_read_their_own_writes_and_row_counts_inside_a_batch(db: Database) -> None:
+    # On PostgreSQL a batch's statements are pipelined: what a job reads must still see
+    # what the batch wrote before it, and an UPDATE's row count must be the real one.
+    def insert(k: int) -> Any:
+        return lambda c: c.execute("INSERT INTO t VALUES (?, 'new')", (k,))
+
+    def touch_all(c: Any) -> tuple[int, int]:
+        changed = c.execute("UPDATE t SET v = 'touched' WHERE v = 'new'").rowcount
+        (count,) = c.execute("SELECT COUNT(*) FROM t WHERE v = 'touched'").fetchone()
+        return changed, count
+
+    futures = [db.submit(insert(k)) for k in range(30)]
+    touched = db.submit(touch_all)
+    futures += [db.submit(insert(k)) for k in range(30, 40)]
+    await asyncio.gather(*futures)
+    assert await touched == (30, 30)
+
+
 async def test_reads_see_committed_writes(db: Database) -> None:
     await db.write(lambda c: c.execute("INSERT INTO t VALUES (7, 'x')"))
     row = await db.fetchone("SELECT v FROM t WHERE k = 7")

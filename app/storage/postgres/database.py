@@ -16,8 +16,9 @@ in as 0/1 (the schema keeps SQLite's integer flags).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +91,43 @@ def _configure(adapters: Any) -> None:
     adapters.register_dumper(bool, _BoolAsInt)
 
 
+class _Piped:
+    """A statement's cursor in pipeline mode: rows are fetched when asked for (psycopg does
+    that), and `rowcount`, which psycopg leaves unset until results arrive, syncs first."""
+
+    __slots__ = ("_cursor", "_pipeline")
+
+    def __init__(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline) -> None:
+        self._cursor, self._pipeline = cursor, pipeline
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        self._pipeline.sync()
+        return self._cursor.rowcount
+
+
 class PgConnection:
-    """The writer connection as the stores see it: `?` placeholders, counting like SQLite's."""
+    """The writer connection as the stores see it: `?` placeholders, counting like SQLite's.
+
+    A batch's optimistic pass runs in pipeline mode: a statement whose result nobody reads
+    (most writes) costs no round trip of its own, and the writer thread waits — and gives up
+    the GIL, and waits again for it behind a busy event loop — only where a job reads."""
 
     dialect: Dialect = "postgres"
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
+        self._pipeline_scope: contextlib.AbstractContextManager[psycopg.Pipeline] | None = None
+        self.pipeline: psycopg.Pipeline | None = None
         self.statements = 0
         # Lease fences checked (and their rows locked) in the current transaction; None inside
         # savepoints, whose rollback would release the lock (app.storage.fence).
@@ -104,17 +135,35 @@ class PgConnection:
         self.events = 0
         self.event_bytes = 0
 
-    def execute(self, sql: str, parameters: Any = (), /) -> psycopg.Cursor[Any]:
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
         self.statements += 1
-        return self.raw.execute(to_postgres(sql, bool(parameters)), parameters or None)
+        cursor = self.raw.execute(to_postgres(sql, bool(parameters)), parameters or None)
+        return cursor if self.pipeline is None else _Piped(cursor, self.pipeline)
 
-    def executemany(self, sql: str, parameters: Iterable[Any], /) -> psycopg.Cursor[Any]:
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Any:
         batch = list(parameters)
         self.statements += len(batch)
         cursor = self.raw.cursor()
         if batch:
             cursor.executemany(to_postgres(sql), batch)
-        return cursor
+        return cursor if self.pipeline is None else _Piped(cursor, self.pipeline)
+
+    def enter_pipeline(self) -> None:
+        scope = self.raw.pipeline()
+        self.pipeline = scope.__enter__()
+        self._pipeline_scope = scope
+
+    def leave_pipeline(self, failed: BaseException | None = None) -> None:
+        """Send what is queued and wait for it; raises the first error a statement met,
+        unless the batch already `failed` (then the error is the one being handled)."""
+        scope, self._pipeline_scope, self.pipeline = self._pipeline_scope, None, None
+        if scope is None:
+            return
+        if failed is None:
+            scope.__exit__(None, None, None)
+            return
+        with contextlib.suppress(Exception):
+            scope.__exit__(type(failed), failed, failed.__traceback__)
 
     def count_event(self, payload_bytes: int) -> None:
         self.events += 1
@@ -242,12 +291,30 @@ class PostgresDatabase(BatchWriter[PgConnection]):
             busy_s=self.busy_s,
         )
 
+    def _begin(self, conn: Any, *, isolated: bool) -> None:
+        if isolated:  # savepoints, one job at a time: no pipeline
+            self._control(conn, self.begin_sql)
+            return
+        self._control_statements += 1
+        conn.fences_checked = set()
+        conn.enter_pipeline()
+        conn.raw.execute(self.begin_sql)
+
     def _control(self, conn: Any, sql: str) -> None:
         self._control_statements += 1
         if sql == self.begin_sql:
             conn.fences_checked = set()
         elif sql.startswith("SAVEPOINT"):
             conn.fences_checked = None
+        if conn.pipeline is not None:
+            if sql == "COMMIT":
+                conn.raw.execute(sql)
+                conn.leave_pipeline()  # the batch's first error, if a statement met one
+                return
+            # ROLLBACK after a failed job: leave pipeline mode, then roll back what ran.
+            conn.leave_pipeline(failed=RuntimeError("rolling back"))
+            if conn.raw.closed or conn.raw.info.transaction_status == TransactionStatus.IDLE:
+                return
         # Straight to libpq: no cursor, no row factory, no parameters to adapt — a third of
         # the client CPU of `execute`, and control is a quarter of the writer's statements.
         raw = conn.raw
