@@ -312,7 +312,9 @@ class TurnRunner:
                 turn.session_id,
                 user_text,
                 final_text,
-                tool_results=[ToolEvidence.of(name, r) for name, r in transcript.results],
+                tool_results=[
+                    ToolEvidence.of(c.name, r, c.arguments) for c, r in transcript.results
+                ],
                 previous_assistant=previous,
             )
         except Exception:

@@ -27,7 +27,7 @@ class Transcript:
         self.written: list[Message] = []  # filled on the writer thread, as the rows go in
         self.count = 0
         self.steps: list[dict[str, Any]] = []
-        self.results: list[tuple[str, ToolResult]] = []
+        self.results: list[tuple[RequestedToolCall, ToolResult]] = []
 
     def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
         turn, written = self._turn, self.written
@@ -56,7 +56,7 @@ class Transcript:
             name=call.name,
             metadata={"status": result.status},
         )
-        self.results.append((call.name, result))
+        self.results.append((call, result))
         self.steps.append(
             {
                 "turn": self._turn.number,

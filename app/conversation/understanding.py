@@ -16,6 +16,7 @@ from typing import Any
 from app.llm.local.policy import DialoguePolicy
 from app.llm.messages import ChatMessage, SystemMessage
 from app.nlu.types import Parser, ParseResult
+from app.text.script import has_cjk
 from app.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class DualChannel:
             result = self.parser.parse(text)
             if conversation and self._policy is not None:
                 folded = self._policy.understand_messages(conversation)
+                if not _shows_script(result):  # "202405201234" is in the conversation's language
+                    result = dataclasses.replace(result, language=folded.language)
                 if folded.continued and folded.intent != result.intent:
                     return Understanding(dataclasses.replace(result, intent=folded.intent), True)
         except Exception:  # the model channel still works without it
@@ -85,6 +88,16 @@ class DualChannel:
         if before:
             lines.append("- details given earlier in this conversation: " + _pairs(before))
         return {"role": "system", "content": "\n".join(lines)}
+
+
+def _shows_script(result: ParseResult) -> bool:
+    """Whether the message, its slot values cut out, has a word of some script: an order or
+    tracking number alone says nothing about the language."""
+    text = result.text
+    for slot in sorted(result.slots, key=lambda s: s.start, reverse=True):
+        if 0 <= slot.start < slot.end <= len(text):
+            text = text[: slot.start] + " " + text[slot.end :]
+    return has_cjk(text) or any(c.isascii() and c.isalpha() for c in text)
 
 
 def _pairs(values: dict[str, str]) -> str:

@@ -9,8 +9,9 @@ model proposes without evidence become `pending` drafts; see `proposals_to_draft
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,9 @@ _SMALL_TALK = re.compile(
 )
 _STRONG_PREF = re.compile(r"偏好|倾向|习惯|更喜欢|\bprefer|\bi'?d rather\b")
 _LIKE = re.compile(r"喜欢|希望|\blike\b|\blove\b|\bwant\b")
-_CONTACT_VERB = re.compile(r"联系|通知|\bcontact\b|\breach\b|\bnotify\b")
+_CONTACT_VERB = re.compile(
+    r"联系|通知|\bcontact(ed|ing)?\b|\breach(ed|ing)?\b|\bnotif(y|ied|ying)\b"
+)
 _NEGATED = re.compile(
     r"不要|别|不用|不想|不喜欢|讨厌|拒绝|\bdon'?t\b|\bdo not\b|\bnever\b|\bno more\b|"
     r"\bstop\b|\bhate\b"
@@ -73,16 +76,37 @@ _VERIFIED_FLAGS = ("verified", "confirmed", "updated")
 
 @dataclass(frozen=True)
 class ToolEvidence:
-    """One tool call of the turn, as memory sees it: the data of a successful result."""
+    """One tool call of the turn, as memory sees it: its arguments, the data of a successful
+    result, the error code of a failed one."""
 
     tool: str
     ok: bool
     data: Any = None
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    error_code: str = ""
 
     @classmethod
-    def of(cls, tool: str, result: Any) -> ToolEvidence:
-        """From an `app.tools.results.ToolResult` (duck-typed: `status`, `data`)."""
-        return cls(tool, getattr(result, "status", "") == "success", getattr(result, "data", None))
+    def of(cls, tool: str, result: Any, arguments: str | Mapping[str, Any] = "") -> ToolEvidence:
+        """From an `app.tools.results.ToolResult` (duck-typed: `status`, `data`, `error`) and
+        the call's arguments (the model's JSON text, or already parsed)."""
+        error = getattr(result, "error", None)
+        return cls(
+            tool,
+            getattr(result, "status", "") == "success",
+            getattr(result, "data", None),
+            _parsed(arguments),
+            str(getattr(error, "code", "") or ""),
+        )
+
+
+def _parsed(arguments: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(arguments, Mapping):
+        return arguments
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -108,6 +132,7 @@ class Proposal:
 class Extraction:
     drafts: list[Draft] = field(default_factory=list)
     evidence: set[str] = field(default_factory=set)  # normalised values tools returned
+    refuted: set[str] = field(default_factory=set)  # values a tool refused (phone_mismatch)
 
 
 def text_key(fact_type: str, text: str) -> str:
@@ -194,16 +219,37 @@ def _preferences(sentence: str, durable: bool = False) -> list[Draft]:
     return out
 
 
-def _remembered(sentence: str, others: list[str]) -> list[Draft]:
+def _remember_body(sentence: str) -> str | None:
+    """What a "remember ..." / "记住…" sentence asks to keep ("" when it names nothing), or
+    None when the sentence is not such a request."""
     lowered = normalize(sentence)
     match = _REMEMBER.search(lowered)
     if match is None:
-        return []
+        return None
     group = "zh" if match.group("zh") is not None else "en"
     # Keep the user's own spelling when normalising kept offsets (it nearly always does).
     source = sentence if len(sentence) == len(lowered) else lowered
     body = source[match.start(group) : match.end(group)].strip(" ：:，,。.")
-    if body.lower() in {"", "这个", "这", "this", "that", "it"}:
+    return "" if body.lower() in {"", "这个", "这", "this", "that", "it"} else body
+
+
+def remember_request(text: str) -> str | None:
+    """The note a message asks to be remembered, as `extract` stores it ("我喜欢顺丰。记住这个"
+    -> "我喜欢顺丰"; "" when it names nothing), or None when it asks nothing of the kind: what
+    a reply acknowledges."""
+    parts = sentences(text)
+    for i, sentence in enumerate(parts):
+        body = _remember_body(sentence)
+        if body is not None:
+            return body or "；".join(p for j, p in enumerate(parts) if j != i).strip()
+    return None
+
+
+def _remembered(sentence: str, others: list[str]) -> list[Draft]:
+    body = _remember_body(sentence)
+    if body is None:
+        return []
+    if not body:
         body = "；".join(others).strip()
     if not body:
         return []
@@ -211,8 +257,16 @@ def _remembered(sentence: str, others: list[str]) -> list[Draft]:
     return keyed or [_node("note", body)]
 
 
+# The runtime's own confirmation question (app/tools/policy/confirm.py QUESTION): a "yes" to
+# it runs the tool, whose result is the evidence; the question itself (masked values, "shall
+# I go ahead?") is not a decision worth remembering.
+_READBACK = re.compile(r"^\s*(please confirm:|请确认：)", re.I)
+
+
 def _confirmed_proposal(facts: TurnFacts) -> list[Draft]:
     if not facts.previous_assistant or not _CONFIRM_REPLY.match(normalize(facts.user_text).strip()):
+        return []
+    if _READBACK.match(facts.previous_assistant):
         return []
     for sentence in reversed(sentences(facts.previous_assistant)):
         if _PROPOSAL.search(normalize(sentence)):
@@ -240,11 +294,47 @@ def _verified(owner: dict[str, Any], name: str) -> bool:
     return any(owner.get(flag) is True for flag in flags) or name.startswith("verified_")
 
 
+# A tool that refuses a value says the value is wrong: "that number doesn't match the account".
+_REFUSES_VALUE = re.compile(r"_mismatch$|^value_not_allowed$|^invalid_(value|arguments)$")
+# A contact change a tool reports as done: the value it was given is now the customer's.
+_CHANGED = frozenset({"updated", "verified", "confirmed"})
+
+
+def _contact_values(arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(contact field, value) named by a call's arguments: `phone=…`, `email=…`, or
+    `field=phone, value=…` (update_contact_info's shape)."""
+    for name in ("phone", "email"):
+        value = arguments.get(name)
+        if isinstance(value, str) and value.strip():
+            yield name, value
+    named, value = arguments.get("field"), arguments.get("value")
+    if named in ("phone", "email") and isinstance(value, str) and value.strip():
+        yield str(named), value
+
+
+def _clean_contact(name: str, value: str) -> str:
+    value = value.strip()
+    if name == "email":
+        return value
+    digits = re.sub(r"[\s-]", "", value)
+    return digits[3:] if digits.startswith("+86") and len(digits) == 14 else digits
+
+
 def from_tools(results: Iterable[ToolEvidence]) -> Extraction:
     out = Extraction()
     for result in results:
         if not result.ok:
+            if _REFUSES_VALUE.search(result.error_code):
+                out.refuted.update(
+                    normalize(_clean_contact(n, v)) for n, v in _contact_values(result.arguments)
+                )
             continue
+        data = result.data if isinstance(result.data, dict) else {}
+        if data.get("status") in _CHANGED:
+            for name, value in _contact_values(result.arguments):
+                if data.get("field") in (None, name):
+                    clean = _clean_contact(name, value)
+                    out.drafts.append(_keyed(f"contact.{name}", clean, TOOL_CONFIDENCE, "tool"))
         for name, value, owner in _leaves(result.data):
             if isinstance(value, str | int | float) and not isinstance(value, bool):
                 seen = normalize(str(value)).strip()
@@ -262,7 +352,7 @@ def extract(facts: TurnFacts) -> Extraction:
     """Drafts to write after a turn, and the evidence its tool results carry."""
     out = from_tools(facts.tool_results)
     if is_forget_command(facts.user_text):
-        return Extraction([], out.evidence)  # "别记这个" teaches nothing new
+        return Extraction([], out.evidence, out.refuted)  # "别记这个" teaches nothing new
     parts = sentences(facts.user_text)
     for i, sentence in enumerate(parts):
         lowered = normalize(sentence)
@@ -286,7 +376,16 @@ def extract(facts: TurnFacts) -> Extraction:
                 continue
             out.drafts.extend(_preferences(clause, durable))
     out.drafts.extend(_confirmed_proposal(facts))
-    return Extraction(_dedupe(out.drafts), out.evidence)
+    kept = [
+        d
+        for d in out.drafts
+        if not (
+            d.key.startswith("contact.")
+            and d.source != "tool"
+            and normalize(d.value) in out.refuted
+        )
+    ]
+    return Extraction(_dedupe(kept), out.evidence, out.refuted)
 
 
 def proposals_to_drafts(

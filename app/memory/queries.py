@@ -127,13 +127,17 @@ class MemoryQueries:
         ors += [f"entity IN ({', '.join('?' for _ in entities)})"] if entities else []
         ors += [f"fact_type IN ({', '.join('?' for _ in kinds)})"] if kinds else []
         ors += ["search_text LIKE ? ESCAPE '\\'" for _ in likes]
+        # A fact's key name is words too ("format" finds `report_format`): its value alone
+        # ("PDF") may share nothing with the question. Latin words only; keys are ASCII.
+        named = [f"%{_escape_like(t)}%" for t in terms.fts if t.isascii() and t.isalpha()]
+        ors += ["(tier = 'fact' AND key LIKE ? ESCAPE '\\')" for _ in named]
         if ors:
             parts.append(
                 f"SELECT * FROM (SELECT {COLUMNS} FROM memories WHERE pk >= ? AND pk < ?"
                 f" AND {mine} AND ({' OR '.join(ors)}) ORDER BY pk DESC LIMIT {_CANDIDATES})"
                 " AS known"
             )
-            params += [lo, hi, *owned, *keys, *entities, *kinds, *likes]
+            params += [lo, hi, *owned, *keys, *entities, *kinds, *likes, *named]
         if not parts:
             return Candidates([], 0)
         rows = await self.db.fetchall(

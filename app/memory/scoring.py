@@ -5,10 +5,12 @@ score = 0.30 * lexical + 0.35 * match + 0.10 * recency + 0.25 * decayed confiden
 - lexical: over the query's units (latin words, CJK bigrams), half coverage and half BM25
   (k1 1.2, b 0.75) normalised by the score of a memory holding each unit once; in [0, 1].
   Term statistics come from the user's own memories only: another user's or tenant's data
-  never moves a ranking. With an embedding model, lexical is max(lexical, cosine).
-- match: 1 when the memory's key or entity is the one the query names, 0.8 when the intent
-  implies its key (a return implies the courier), 0.5 when the intent or a type word ("方案",
-  "plan") points at its fact type.
+  never moves a ranking. A fact's text includes its key name's words. With an embedding model,
+  lexical is max(lexical, cosine).
+- match: 1 when the memory's key or entity is the one the query names (also when the query
+  holds every word of a fact's key name: "format" and "report" for `report_format`), 0.8
+  when the intent implies its key (a return implies the courier), 0.5 when the intent or a
+  type word ("方案", "plan") points at its fact type.
 - recency: halves every two weeks since the last update.
 Each fact type has its own threshold around the configured one; at most top_k survive.
 """
@@ -16,6 +18,7 @@ Each fact type has its own threshold around the configured one; at most top_k su
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -103,6 +106,15 @@ def lexical_scores(units: Iterable[str], texts: list[str], collection_size: int)
     return out
 
 
+def key_words(item: MemoryItem) -> tuple[str, ...]:
+    """The words of a fact's own key name (`report_format` -> report, format; the namespace
+    of `preference.courier` left out); none for nodes, whose keys are hashes."""
+    if item.tier != "fact" or not item.key:
+        return ()
+    name = item.key.rsplit(".", 1)[-1]
+    return tuple(w for w in re.split(r"[_\-\s]+", normalize(name)) if len(w) >= 3)
+
+
 def rank(
     items: list[MemoryItem],
     query: RecallQuery,
@@ -119,12 +131,19 @@ def rank(
         for i in items
         if recallable(i.confidence, i.last_confirmed_at, i.valid_until, now, policy)
     ]
-    lexical = lexical_scores(query.units, [i.search_text for i in live], collection_size)
+    # A fact's key is words too: `report_format = PDF` answers "same format for the report",
+    # though its value alone ("PDF") shares no word with the question.
+    texts = [" ".join((i.search_text, *key_words(i))) for i in live]
+    lexical = lexical_scores(query.units, texts, collection_size)
+    units = {normalize(u) for u in query.units}
     scored = []
     for item, lex in zip(live, lexical, strict=True):
         if semantic:
             lex = max(lex, semantic.get(item.pk, 0.0))
+        words = key_words(item)
         if item.key in query.keys or (item.entity is not None and item.entity in query.entities):
+            match = 1.0
+        elif words and all(w in units for w in words):  # the question names the key's words
             match = 1.0
         elif item.key in query.implied:
             match = 0.8

@@ -285,7 +285,7 @@ class MemoryService(Store):
         drafts = await self._embedded(
             found.drafts + proposals_to_drafts(proposals, user_text, found.evidence)
         )
-        if not drafts and not await self._has_pending(scope):
+        if not drafts and not found.refuted and not await self._has_pending(scope):
             return AfterTurn()  # most turns: nothing to write, so no write transaction
         said, denied = normalize(user_text), is_denial(user_text)
         mentioned = normalize(previous_assistant)
@@ -308,6 +308,19 @@ class MemoryService(Store):
                         tx, pending, "rejected", now=now, actor=actor, reason="user_denied"
                     )
                     out.rejected.append(pending.id)
+            # A contact value a tool refused this turn ("that number doesn't match the
+            # account") is not the customer's, whatever an earlier turn heard them say.
+            for key in ("contact.phone", "contact.email") if found.refuted else ():
+                held = store.current(tx, scope, key)
+                if (
+                    held is not None
+                    and held.source != "tool"
+                    and normalize(held.value) in found.refuted
+                ):
+                    store.set_status(
+                        tx, held, "rejected", now=now, actor=actor, reason="tool_refuted"
+                    )
+                    out.rejected.append(held.id)
             for draft in drafts:
                 out.written.append(
                     store.write_draft(

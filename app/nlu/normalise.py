@@ -53,8 +53,19 @@ def normalise_email(text: str) -> str | None:
     return value if EMAIL.fullmatch(value) else None
 
 
+# What the tagger sometimes marks as a product but never is one: pronouns, and the verbs of
+# "tell me / let me know" that follow an address ("发邮件到 a@b.com 告诉我退款进度").
+_NOT_PRODUCT = frozenset(
+    {"我", "你", "您", "他", "她", "它", "我们", "你们", "i", "me", "you", "it", "my", "we"}
+)
+_NOT_PRODUCT_START = ("告诉", "告知", "通知", "提醒", "tell ", "let ", "notify ")
+
+
 def normalise_product(text: str) -> str | None:
     value = " ".join(text.strip(_EDGES).split())
+    lowered = value.lower()
+    if lowered in _NOT_PRODUCT or lowered.startswith(_NOT_PRODUCT_START):
+        return None
     return value or None
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
+from app.storage.approvals import Approval
 from app.storage.confirmations import Confirmation, ConfirmationStore
 from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
@@ -258,10 +259,12 @@ class TurnTools:
             reasons.append(self.policy.taint.reason())
         if spec.risk == "external":
             reasons.insert(0, f"{spec.name} acts outside the company (risk: external)")
+        approved: Approval | None = None
         if reasons:
-            refusal = await self._approve(call, spec, args, "; ".join(reasons))
-            if refusal is not None:
-                return refusal
+            decided = await self._approve(call, spec, args, "; ".join(reasons))
+            if isinstance(decided, ToolResult):
+                return decided
+            approved = decided
 
         if calls is not None:
             await calls.begin(
@@ -273,6 +276,10 @@ class TurnTools:
                 tool=spec.name,
             )
         result = await run_guarded(tool, ctx, args, self.executor.guards)
+        if approved is not None:
+            # The result says a person approved it, so the reply can say so rather than
+            # describe the call as still waiting for someone.
+            result = result.with_metadata(approval="approved", approval_id=approved.id)
         if calls is not None:
             if result.status == "success":
                 await calls.succeed(key, self.executor.shape(result, spec).to_dict())
@@ -317,7 +324,8 @@ class TurnTools:
 
     async def _approve(
         self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any], reason: str
-    ) -> ToolResult | None:
+    ) -> ToolResult | Approval:
+        """The approval when an operator approved the call, else the result to answer with."""
         broker = self.executor.approvals
         if broker is None:
             return ToolResult.fail(
@@ -341,7 +349,7 @@ class TurnTools:
         )
         await self.events.approval_resolved(call, outcome.approval)
         if outcome.decision == "approved":
-            return None
+            return outcome.approval
         if outcome.decision == "rejected":
             why = f": {outcome.reason}" if outcome.reason else ""
             return ToolResult.fail(

@@ -69,6 +69,8 @@ class ToolResult:
             body["data"] = self.data
         if self.status == "fallback" and self.error is not None:
             body["reason"] = self.error.message
+        if self.metadata.get("approval") == "approved":
+            body["approval"] = "approved"  # an operator approved this call before it ran
         if self.metadata.get("truncated"):
             body["truncated"] = True
         if self.metadata.get("untrusted"):

@@ -156,3 +156,32 @@ async def test_a_bare_answer_continues_the_refund(offline: LiveService) -> None:
     tool = next(e for e in second if e.event == "tool.completed")
     assert tool.data["tool"] == "request_refund" and tool.data["status"] == "success"
     assert "202405201235" in reply_text(second)
+
+
+async def test_a_bare_number_takes_the_conversations_language(offline: LiveService) -> None:
+    for opening, lang in (("我的订单到哪了", "zh"), ("Where is my order?", "en")):
+        session_id = await new_session(offline, "cust_0001")
+        await stream_turn(offline.client, session_id, opening)
+        events = await stream_turn(offline.client, session_id, "202405201234")
+        intent = next(e for e in events if e.event == "intent.classified")
+        assert intent.data["language"] == lang, opening
+        url = f"/v1/sessions/{session_id}/messages"
+        stored = (await offline.client.get(url)).json()["items"]
+        [mine] = [m for m in stored if m["role"] == "user" and m["content"] == "202405201234"]
+        assert mine["metadata"]["nlu"]["language"] == lang
+
+
+async def test_replies_write_times_dates_and_money_the_customers_way(
+    offline: LiveService,
+) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    zh = reply_text(await stream_turn(offline.client, session_id, "查一下快递 SF123456789CN"))
+    assert "2024年5月21日 21:15" in zh and "T21:15" not in zh
+    assert "预计送达：2024年5月23日。" in zh
+    order = reply_text(await stream_turn(offline.client, session_id, "订单202405201234到哪了"))
+    assert "合计 377.00元。" in order
+    session_id = await new_session(offline, "cust_0001")
+    en = reply_text(await stream_turn(offline.client, session_id, "track parcel SF123456789CN"))
+    assert "May 21, 2024, 9:15 PM" in en and "Estimated delivery: May 23, 2024." in en
+    order = reply_text(await stream_turn(offline.client, session_id, "where is order 202405201234"))
+    assert "Total CNY 377.00." in order

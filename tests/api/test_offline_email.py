@@ -169,7 +169,7 @@ async def test_the_email_carries_the_facts_of_the_order_looked_up_before(
         "SELECT total_cents, currency FROM orders WHERE id = ?",
         SHIPPED_ORDER,
     )
-    total = f"Total {total_cents / 100:.2f} {currency}"
+    total = f"Total {currency} {total_cents / 100:,.2f}"  # the reply templates format money
     for fact in (SHIPPED_ORDER, "is shipped", total, "SF123456789CN"):
         assert fact in body, body
     assert account_email(offline) == LI_LEI_EMAIL

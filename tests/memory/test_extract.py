@@ -136,3 +136,45 @@ def test_model_proposals_are_pending_unless_the_turn_proves_them():
     ]
     (proven,) = proposals_to_drafts([Proposal("contact.email", "a@b.com")], "", {"a@b.com"})
     assert proven.status == "active"
+
+
+def test_a_contact_a_tool_updated_is_stored_from_the_calls_arguments():
+    # The result masks the value ("139****5678"); the call's arguments carry what was set.
+    updated = ToolEvidence(
+        "update_contact_info",
+        True,
+        {"field": "phone", "status": "updated", "masked_value": "139****5678"},
+        {"field": "phone", "value": "139 1234 5678"},
+    )
+    sent = ToolEvidence("reset_password", True, {"status": "reset_link_sent"}, {"phone": "1"})
+    out = extract(TurnFacts("是", tool_results=(updated, sent)))
+    assert [(d.key, d.value, d.source, d.confidence) for d in out.drafts] == [
+        ("contact.phone", "13912345678", "tool", 1.0)
+    ]
+
+
+def test_a_contact_a_tool_refused_is_not_stored():
+    refused = ToolEvidence(
+        "reset_password", False, None, {"phone": "13700000000"}, "phone_mismatch"
+    )
+    out = extract(TurnFacts("我的手机号是13700000000", tool_results=(refused,)))
+    assert out.drafts == [] and out.refuted == {"13700000000"}
+    # Only a refusal of the value refutes it: an outage or a pending confirmation does not.
+    waiting = ToolEvidence("reset_password", False, None, {"phone": "13700000000"}, "timeout")
+    kept = extract(TurnFacts("我的手机号是13700000000", tool_results=(waiting,)))
+    assert [d.value for d in kept.drafts] == ["13700000000"] and kept.refuted == set()
+
+
+def test_remember_that_i_prefer_to_be_contacted_by_email_is_a_channel_preference():
+    stored = extract(TurnFacts("Please remember that I prefer to be contacted by email")).drafts
+    assert [(d.key, d.value) for d in stored] == [("preference.contact_channel", "email")]
+
+
+def test_yes_to_the_runtimes_confirmation_question_is_not_a_decision():
+    for question in (
+        "Please confirm: change the email on your account to l***@example.net. Reply yes or no: "
+        "shall I go ahead?",
+        "请确认：将您账户的手机号改为 139****5678。请回复“是”或“不”：现在为您办理吗？",
+    ):
+        assert extract(TurnFacts("yes", previous_assistant=question)).drafts == []
+        assert extract(TurnFacts("是的", previous_assistant=question)).drafts == []

@@ -152,3 +152,15 @@ def test_lexical_score_prefers_rare_units_and_is_bounded():
     assert scores[0] == pytest.approx(1.0, abs=0.15) and scores[0] > scores[1]
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert lexical_scores([], texts, 3) == [0.0, 0.0, 0.0]
+
+
+async def test_a_facts_key_name_is_searched_and_scored_as_words(memory: MemoryService):
+    # The value ("PDF") shares nothing with the question; the key's words do.
+    await memory.upsert(ALICE, "report_format", "PDF")
+    await memory.upsert(ALICE, "preference.courier", "顺丰")
+    got = await memory.recall(ALICE, "send me the report as before, same format as last time")
+    assert values(got) == ["PDF"]
+    assert got.items[0].match == 1.0
+    # One word of the key is not the key: "the report" alone does not name report_format.
+    partial = await memory.recall(ALICE, "send me the report as before")
+    assert partial.items == []  # lexical 1 of 2 units, no match: under the note threshold

@@ -76,3 +76,9 @@ def test_dispatch_by_slot_name() -> None:
     assert normalise("amount", "120元", today) == "120.00"
     with pytest.raises(ValueError, match="unknown slot"):
         normalise("colour", "red", today)
+
+
+def test_pronouns_and_tell_me_verbs_are_never_products() -> None:
+    for text in ("告诉", "告诉我", "通知", "我", "me", "Tell me"):
+        assert normalise_product(text) is None, text
+    assert normalise_product("通讯录同步器") == "通讯录同步器"  # a product is still one

@@ -163,3 +163,12 @@ def test_changing_the_address_on_the_account_stays_update_contact(
     assert result.intent == "update_contact", result.ranking
     assert result.slot("email") == "han.work@example.com"
     assert _crf_emails(nlu, text) == ["han.work@example.com"]
+
+
+def test_tell_me_after_an_address_is_not_a_product(nlu: NLUPipeline) -> None:
+    for text in (
+        "请发一封邮件到 a@example.com 告诉我退款进度",
+        "请发邮件到a@example.com告诉我订单状态",
+    ):
+        assert [s.name for s in nlu.parse(text).slots] == ["email"], text
+    assert _slots(nlu, "我买的无线蓝牙耳机坏了") == [("product", "无线蓝牙耳机", "无线蓝牙耳机")]

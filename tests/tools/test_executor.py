@@ -485,3 +485,23 @@ def test_the_idempotency_key_follows_the_arguments() -> None:
     assert key != idempotency_key(scope, "c1", "write_note", {"text": "b", "n": 1})
     assert key != idempotency_key(scope, "c2", "write_note", {"text": "a", "n": 1})
     assert key != idempotency_key(scope, "c1", "other_tool", {"text": "a", "n": 1})
+
+
+async def test_an_approved_call_says_so_in_what_the_model_reads(
+    executor: ToolExecutor, scope: TurnScope
+) -> None:
+    tools = executor.for_turn(scope, Recorded())
+    plain = await tools.run_one(call("notify_partner", {"to": "a@example.com", "message": "hi"}))
+    assert "approval" not in json.loads(plain.model_content())
+    broker = executor.approvals
+    assert broker is not None
+    pending = asyncio.create_task(
+        tools.run_one(call("notify_partner", {"to": "b@partner.example", "message": "hi"}, "c2"))
+    )
+    approval = await _pending_approval(broker, scope)
+    await broker.decide(_operator(), scope.session_id, approval.id, "approve", None)
+    result = await pending
+    assert (
+        result.metadata["approval"] == "approved" and result.metadata["approval_id"] == approval.id
+    )
+    assert json.loads(result.model_content())["approval"] == "approved"

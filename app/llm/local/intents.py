@@ -162,7 +162,7 @@ def _with_order(tool: str, memory: Memory, extra: dict[str, Any]) -> Need | Call
 
 
 def _refund(memory: Memory, done: Done) -> Need | Call:
-    amount = _amount(memory.thread.get("amount"))
+    amount = _amount(memory.request.get("amount"))  # only if given in this request
     first = _with_order("request_refund", memory, {"amount": amount} if amount else {})
     if amount or not isinstance(first, Call):
         return first

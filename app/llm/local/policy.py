@@ -26,9 +26,18 @@ from app.llm.local.intents import (
     plan,
 )
 from app.llm.local.mail import latest_facts, plan_email
-from app.llm.local.replies import result_reply
+from app.llm.local.memory import memory_reply, recalled_preferences
+from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import Exchange, Outcome, UserTurn, call_key, read
+from app.llm.local.transcript import (
+    Exchange,
+    Outcome,
+    Transcript,
+    UserTurn,
+    call_key,
+    earlier_results,
+    read,
+)
 from app.nlu.types import Parser, ParseResult, Slot
 from app.text.language import latest_language
 
@@ -46,6 +55,17 @@ _FILLER = re.compile(
     re.I,
 )
 _NOT_WORD = re.compile(r"[\W_]+")
+# A bare number answering "how much should be refunded?" ("948", "¥1786.50"): the tagger only
+# tags amounts with a unit or a verb around them, but a lone number there can only be the amount.
+_BARE_AMOUNT = re.compile(r"^\s*[¥￥$]?\s*(\d{1,7}(?:\.\d{1,2})?)\s*[。.!！]?\s*$")
+# A number right after "refund"/"退款" or before "refunded" ("refund 100 on order …",
+# "订单…退款100", "I want 948 refunded"): the tagger misses amounts without a unit, and
+# refunding the whole order instead would be a write nobody asked for.
+_REFUND_AMOUNT = re.compile(
+    r"(?:refund(?:\s+(?:of|me))?|退款|退还|退)\s*[¥￥$]?\s*(\d{1,7}(?:\.\d{1,2})?)(?![\d.])|"
+    r"(?<![\d.])(\d{1,7}(?:\.\d{1,2})?)\s*(?:refunded|back\b)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,13 @@ class DialoguePolicy:
             return Reply(t.GREETING["en"], "greeting")
         u = self.understand(transcript.user_turns)
         lang = u.language
+        if not transcript.exchanges:  # "记住…" / "忘掉这个": the service did it; say so
+            said = memory_reply(
+                transcript.user_turns[-1].text, self._tool_request(transcript), messages, lang
+            )
+            if said is not None:
+                return Reply(said, "memory")
+        preferences = recalled_preferences(messages)
         made: dict[tuple[str, str], Exchange] = {}
         for exchange in transcript.exchanges:
             key = exchange.key()
@@ -118,13 +145,16 @@ class DialoguePolicy:
         if isinstance(step, Call):
             already = made.get(call_key(step.name, step.arguments))
             if already is not None:  # never the same call twice in one turn: answer instead
-                return self._from_result(already, lang)
+                return self._from_result(already, lang, preferences)
+            filed = _filed_refund(messages, step) if u.intent == "refund_request" else None
+            if filed is not None:  # "我的退款怎么样了": a question about it, not a second refund
+                return Reply(filed_refund_reply(filed, lang), u.intent)
             if step.name in offered:
                 return CallTool(step.name, step.arguments, u.intent)
             if last is None:
                 return Handoff(t.HANDOFF["tool_not_offered"][lang], "tool_not_offered")
         if last is not None:
-            return self._from_result(last, lang)
+            return self._from_result(last, lang, preferences)
         if isinstance(step, Need):
             return AskForSlot(t.ASK[u.intent][step.slot][lang], u.intent, step.slot)
         if u.intent in _HANDOFF_INTENTS:
@@ -151,6 +181,11 @@ class DialoguePolicy:
             residual = _without_slots(turn.text, parse.slots)
             residuals.append(residual)
             asked = asked_slot(turn.after) if active else None
+            if asked == "amount" and "amount" not in slots:
+                bare = _BARE_AMOUNT.match(turn.text)
+                if bare:
+                    slots["amount"] = bare.group(1)
+                    residual = ""
             if active and asked and self._continues(active, asked, parse, slots, residual):
                 u.intent, u.continued = active, True
                 if asked in FREE_TEXT:
@@ -162,6 +197,10 @@ class DialoguePolicy:
                     u.memory.new_thread()
                 u.memory.new_request()
                 u.intent, u.continued = intent, False
+            if u.intent == "refund_request" and "amount" not in slots:
+                said = _REFUND_AMOUNT.search(residual)
+                if said:
+                    slots["amount"] = said.group(1) or said.group(2)
             u.memory.add(slots, index, turn.text)
             active = u.intent if u.intent in TOOL_INTENTS else None
         u.language = latest_language(reversed(residuals))
@@ -180,10 +219,37 @@ class DialoguePolicy:
         switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye"}
         return parse.intent not in switches
 
+    def _tool_request(self, transcript: Transcript) -> bool:
+        """Whether the last message is a confident tool request that carries its details."""
+        parse = self.parser.parse(transcript.user_turns[-1].text)
+        confident = parse.confidence >= self.min_confidence
+        return confident and parse.intent in TOOL_INTENTS and bool(parse.slots)
+
     @staticmethod
-    def _from_result(exchange: Exchange, lang: Lang) -> Reply:
+    def _from_result(exchange: Exchange, lang: Lang, preferences: dict[str, str]) -> Reply:
         intent = INTENT_OF_TOOL.get(exchange.name, "")
-        return Reply(result_reply(intent, exchange, lang), intent)
+        text = result_reply(intent, exchange, lang)
+        courier = preferences.get("preference.courier")
+        ok = exchange.outcome is not None and exchange.outcome.status == "success"
+        if intent == "return_request" and ok and courier:
+            text += ("" if lang == "zh" else " ") + t.COURIER_FOR_RETURN[lang].format(
+                courier=courier
+            )
+        return Reply(text, intent)
+
+
+def _filed_refund(messages: Sequence[Mapping[str, Any]], step: Call) -> Exchange | None:
+    """The refund an earlier turn filed for the order `step` would refund again (without a new
+    amount): asking about a refund must not file a second one."""
+    if step.name != "request_refund" or "amount" in step.arguments:
+        return None
+    order_id = step.arguments.get("order_id")
+    filed = [
+        e
+        for e in earlier_results(messages, "request_refund")
+        if (e.arguments or {}).get("order_id") == order_id
+    ]
+    return filed[-1] if filed else None
 
 
 def _without_slots(text: str, slots: list[Slot]) -> str:

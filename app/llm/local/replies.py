@@ -7,11 +7,13 @@ import string
 from typing import Any
 
 from app.llm.local import templates as t
+from app.llm.local.formats import money, when
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import Exchange, Outcome
 
 _FORMATTER = string.Formatter()
 _MONEY = {"amount", "total_amount"}
+_DATES = {"estimated_delivery", "created_at", "updated_at", "delivered_at", "shipped_at"}
 _INVALID = {"invalid_arguments", "malformed_arguments", "invalid_value", "invalid_amount"}
 # The tool could not answer now (flow control, timeouts, crashes): "try again later" fits.
 # Any other error code is a refusal by a business rule, where it would not.
@@ -61,7 +63,7 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
     if field:
         values["field_name"] = field[lang]
     if kind == "success" and isinstance(outcome.data, dict):
-        values.update(_success_values(intent, outcome.data, lang))
+        values.update(_success_values(intent, outcome.data, lang, outcome.approved))
     elif kind == "invalid":
         slot = next((k for k in args if k in t.SLOT_NAME), None)
         name = field or (t.SLOT_NAME[slot] if slot else t.SLOT_NAME["value"])
@@ -78,8 +80,26 @@ def result_reply(intent: str, exchange: Exchange, lang: Lang) -> str:
     )
 
 
-def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, str]:
+def filed_refund_reply(exchange: Exchange, lang: Lang) -> str:
+    """A refund filed in an earlier turn, asked about again: what the tool answered then."""
+    outcome = exchange.outcome
+    data = outcome.data if outcome is not None and isinstance(outcome.data, dict) else {}
+    values = _success_values("refund_request", data, lang, bool(outcome and outcome.approved))
+    return render(t.REFUND_FILED[lang], values, lang)
+
+
+def _success_values(
+    intent: str, data: dict[str, Any], lang: Lang, approved: bool = False
+) -> dict[str, str]:
     values = {k: _plain(k, v) for k, v in data.items()}
+    currency = str(data.get("currency") or "")
+    for key in _MONEY:  # "948.00元" / "CNY 948.00": the currency goes with the number
+        value = data.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            values[key] = money(value, currency, lang)
+    for key in _DATES:
+        if values.get(key):
+            values[key] = when(values[key], lang)
     status = str(data.get("status") or "")
     if intent == "order_status":
         known = t.ORDER_STATUS.get(status)
@@ -88,9 +108,9 @@ def _success_values(intent: str, data: dict[str, Any], lang: Lang) -> dict[str, 
     elif intent == "track_shipment":
         known = t.SHIPMENT_STATUS.get(status)
         values["status_name"] = known[lang] if known else status
-        values["event"] = _latest_event(data.get("events"))
+        values["event"] = _latest_event(data.get("events"), lang)
     elif intent == "refund_request":
-        known = t.REFUND_STATUS.get(status)
+        known = (t.REFUND_APPROVED_STATUS if approved else t.REFUND_STATUS).get(status)
         values["status_name"] = known[lang] if known else status
     elif intent == "update_contact":
         field = t.CONTACT_FIELD.get(str(data.get("field") or ""))
@@ -120,12 +140,14 @@ def _items(items: Any, lang: Lang) -> str:
     return ("、" if lang == "zh" else ", ").join(parts)
 
 
-def _latest_event(events: Any) -> str:
+def _latest_event(events: Any, lang: Lang) -> str:
     if not isinstance(events, list):
         return ""
     dated = [e for e in events if isinstance(e, dict)]
     if not dated:
         return ""
     latest = max(dated, key=lambda e: str(e.get("time") or ""))
-    parts = (_plain("", latest.get(k)) for k in ("time", "location", "description"))
+    time = _plain("", latest.get("time"))
+    parts = [when(time, lang) if time else ""]
+    parts += [_plain("", latest.get(k)) for k in ("location", "description")]
     return " ".join(p for p in parts if p)

@@ -45,6 +45,27 @@ HANDOFF: dict[str, Text] = {
     },
 }
 
+# Memory: the service stores and forgets; these only answer the customer (app/llm/local/memory.py).
+REMEMBERED: Text = {"zh": "好的，我记住了：{note}。", "en": "Got it, I'll remember that {note}."}
+# "记住这个" with nothing to remember: nothing was stored, so ask rather than claim it was.
+REMEMBERED_BARE: Text = {
+    "zh": "好的，请告诉我需要记住的内容。",
+    "en": "Sure. What would you like me to remember?",
+}
+FORGOTTEN: Text = {
+    "zh": "好的，已经删除了，我不会再记着这条信息。",
+    "en": "Done: I've deleted that and won't keep it.",
+}
+NOTHING_TO_FORGET: Text = {
+    "zh": "我这里没有需要删除的相关记录。",
+    "en": "I don't have anything stored about that to delete.",
+}
+# A recalled preference used where it matters: the courier when a return is created.
+COURIER_FOR_RETURN: Text = {
+    "zh": "您之前说过偏好{courier}，寄回时可以选用{courier}。",
+    "en": "You told us you prefer {courier}, so you can send the return with {courier}.",
+}
+
 # intent -> slot -> question. The slot keys are the ones `asked_slot` recognises.
 ASK: dict[str, dict[str, Text]] = {
     "order_status": {
@@ -127,6 +148,30 @@ REFUND_STATUS: dict[str, Text] = {
     },
     "approved": {"zh": "已批准", "en": "approved"},
 }
+# A refund above 500 an operator approved in this conversation: it was submitted and now waits
+# for the finance review (the demo's `pending_review`), not for someone's approval.
+REFUND_APPROVED_STATUS: dict[str, Text] = {
+    "pending_review": {
+        "zh": "已由同事审批通过并提交，正在等待财务审核",
+        "en": "approved by a colleague and submitted; it is now with the finance team for review",
+    },
+    "approved": {"zh": "已由同事审批通过", "en": "approved by a colleague"},
+}
+
+# A refund the customer asks about again: the conversation already filed it, so it is not
+# filed twice; the reply repeats what the tool answered then.
+REFUND_FILED: dict[Lang, list[str]] = {
+    "zh": [
+        "订单 {order_id} 的退款申请 {refund_id} 已经提交过了。",
+        "退款金额 {amount}。",
+        "当前状态：{status_name}。",
+    ],
+    "en": [
+        "The refund for order {order_id} was already filed, reference {refund_id}.",
+        "Amount: {amount}.",
+        "Status: {status_name}.",
+    ],
+}
 
 CONTACT_FIELD: dict[str, Text] = {
     "phone": {"zh": "手机号", "en": "phone number"},
@@ -142,13 +187,13 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
             "zh": [
                 "您的订单 {order_id} 当前状态：{status_name}。",
                 "商品：{items}。",
-                "合计 {total_amount} {currency}。",
+                "合计 {total_amount}。",
                 "物流：{carrier}，运单号 {tracking_number}。",
             ],
             "en": [
                 "Your order {order_id} is {status_name}.",
                 "Items: {items}.",
-                "Total {total_amount} {currency}.",
+                "Total {total_amount}.",
                 "Carrier: {carrier}, tracking number {tracking_number}.",
             ],
         },
@@ -179,12 +224,12 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
         "success": {
             "zh": [
                 "已为订单 {order_id} 提交退款申请，申请号 {refund_id}。",
-                "退款金额 {amount} {currency}。",
+                "退款金额 {amount}。",
                 "当前状态：{status_name}。",
             ],
             "en": [
                 "I've filed a refund for order {order_id}, reference {refund_id}.",
-                "Amount: {amount} {currency}.",
+                "Amount: {amount}.",
                 "Status: {status_name}.",
             ],
         },
@@ -254,6 +299,15 @@ RESULT: dict[str, dict[str, dict[Lang, list[str]]]] = {
 
 # Error codes worded for one intent; they win over ERROR_CODE and the intent's outcome template.
 INTENT_ERROR_CODE: dict[str, dict[str, dict[Lang, list[str]]]] = {
+    "refund_request": {
+        "approval_rejected": {
+            "zh": ["抱歉，同事审核后没有批准订单 {order_id} 的这笔退款，退款没有提交。"],
+            "en": [
+                "Sorry, a colleague reviewed this refund for order {order_id} and declined it, "
+                "so no refund was filed."
+            ],
+        },
+    },
     "email_request": {
         "approval_rejected": {
             "zh": ["抱歉，同事审核后没有批准发送这封邮件，邮件没有发出。"],

@@ -30,6 +30,7 @@ class Outcome:
     status: str  # success | error | fallback | unreadable
     data: Any = None
     error_code: str = ""
+    approved: bool = False  # an operator approved the call before it ran
 
 
 @dataclass(frozen=True)
@@ -123,4 +124,18 @@ def parse_outcome(content: Any) -> Outcome:
         return Outcome("unreadable")
     error = body.get("error")
     code = str(error.get("code") or "") if isinstance(error, dict) else ""
-    return Outcome(str(body["status"]), body.get("data"), code)
+    return Outcome(str(body["status"]), body.get("data"), code, body.get("approval") == "approved")
+
+
+def earlier_results(messages: Sequence[Mapping[str, Any]], tool: str) -> list[Exchange]:
+    """Successful results of `tool` from turns before the last user message, oldest first."""
+    last_user = max(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and m.get("name") != MEMORY_MESSAGE
+        ),
+        default=-1,
+    )
+    found = _exchanges(messages[:last_user] if last_user >= 0 else [])
+    return [e for e in found if e.name == tool and e.outcome and e.outcome.status == "success"]

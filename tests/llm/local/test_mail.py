@@ -156,12 +156,12 @@ def test_an_address_given_for_a_contact_change_is_not_a_recipient(
         (
             f"check order {ORDER}",
             f"now email me the details at {ADDRESS}",
-            ["Your order 202405201234 is shipped.", "Total 299.00 CNY.", "SF123456789CN"],
+            ["Your order 202405201234 is shipped.", "Total CNY 299.00.", "SF123456789CN"],
         ),
         (
             f"查一下订单{ORDER}",
             f"把订单详情发到 {ADDRESS}",
-            ["您的订单 202405201234 当前状态：已发货。", "合计 299.00 CNY。", "SF123456789CN"],
+            ["您的订单 202405201234 当前状态：已发货。", "合计 299.00元。", "SF123456789CN"],
         ),
     ],
 )

@@ -261,5 +261,69 @@ def test_checking_an_order_then_emailing_it_sends_the_orders_facts(nlu: NLUPipel
     name, args = c.calls[-1]
     assert (name, args["to"]) == ("send_email", "han.work@example.com")
     assert "Your order 202405201234 is shipped." in args["body"]
-    assert "Total 299.00 CNY." in args["body"]
+    assert "Total CNY 299.00." in args["body"]
     assert isinstance(reply, Reply) and "han.work@example.com" in reply.text
+
+
+@pytest.mark.parametrize(
+    ("opening", "answer", "lang"),
+    [
+        (f"我要退款，订单{ORDER}", "948", "zh"),
+        (f"I want a refund for order {ORDER}", "1786", "en"),
+        (f"I want a refund for order {ORDER}", "¥948.50", "en"),
+    ],
+)
+def test_a_bare_amount_answers_the_refunds_own_question(
+    nlu: NLUPipeline, opening: str, answer: str, lang: str
+) -> None:
+    # Alone, "948" reads as anything (password_reset, 0.56); after "how much should be
+    # refunded?" it can only be the amount.
+    policy = DialoguePolicy(nlu)
+    messages = [
+        user(opening),
+        tool_call("request_refund", {"order_id": ORDER}, "call_1"),
+        tool_result("call_1", failure("amount_required")),
+    ]
+    ask = policy.decide(messages, ALL_TOOLS - {"query_order_status"})
+    assert isinstance(ask, Reply) and ask.text == t.ERROR_CODE["amount_required"][lang][0].format(
+        order_id=ORDER
+    )
+    messages += [assistant(ask.text), user(answer)]
+    understood = policy.understand_messages(messages)
+    assert understood.intent == "refund_request" and understood.continued
+    assert understood.language == lang
+    amount = float(answer.lstrip("¥"))
+    assert policy.decide(messages, ALL_TOOLS) == CallTool(
+        "request_refund", {"order_id": ORDER, "amount": amount}, "refund_request"
+    )
+
+
+def test_a_bare_number_without_the_amount_question_is_not_an_amount(nlu: NLUPipeline) -> None:
+    policy = DialoguePolicy(nlu)
+    messages = [user("我要退款"), assistant(t.ASK["refund_request"]["order_id"]["zh"]), user("948")]
+    assert "amount" not in policy.understand_messages(messages).memory.slots
+
+
+@pytest.mark.parametrize(
+    ("text", "amount"),
+    [
+        (f"Please refund 100 on order {ORDER}", 100.0),
+        (f"订单{ORDER}退款100", 100.0),
+        (f"I want 948 refunded for order {ORDER}", 948.0),
+        (f"退款88.5，订单{ORDER}", 88.5),
+    ],
+)
+def test_a_refund_amount_without_a_unit_is_the_amount_not_the_whole_order(
+    nlu: NLUPipeline, text: str, amount: float
+) -> None:
+    # Unitless amounts are not tagged; refunding the whole order instead is a write nobody
+    # asked for.
+    decision = DialoguePolicy(nlu).decide([user(text)], ALL_TOOLS)
+    assert decision == CallTool(
+        "request_refund", {"order_id": ORDER, "amount": amount}, "refund_request"
+    )
+
+
+def test_a_quantity_in_a_refund_request_is_not_an_amount(nlu: NLUPipeline) -> None:
+    decision = DialoguePolicy(nlu).decide([user(f"我买了2件，想退款，订单{ORDER}")], ALL_TOOLS)
+    assert decision == CallTool("request_refund", {"order_id": ORDER}, "refund_request")

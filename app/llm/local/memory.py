@@ -1,0 +1,84 @@
+"""What the offline model says about memory: it acknowledges "记住…" / "remember …" and
+"忘掉这个" / "forget that" (the service stores and forgets; this only answers), and it uses
+recalled preferences of a closed vocabulary where they matter (a preferred courier when a
+return is created).
+
+Recalled notes arrive as a quoted `user` message named `hermes_memory`. Only lines of a
+recorded value (origin `structured`) whose value is one of the lexicon's canonical values are
+read: the customer's free text is never repeated from memory, so a stored note cannot put
+words into a reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.llm.local import templates as t
+from app.llm.local.templates import Lang
+from app.llm.local.transcript import MEMORY_MESSAGE, text_of
+from app.memory.cues import is_forget_command
+from app.memory.extract import remember_request
+from app.memory.lexicon import CATEGORY_KEYS, ENTITIES
+
+_LINE = re.compile(r'^- (?P<key>[a-z_.]+): (?P<value>"(?:[^"\\]|\\.)*") \(recorded value,', re.M)
+_CANONICAL = {key: frozenset(ENTITIES[cat]) for cat, key in CATEGORY_KEYS.items()}
+_FORGOT = re.compile(r"The user asked you to forget something\. (\d+) stored item")
+# First person to second, so the acknowledgement speaks to the customer.
+_EN_PERSON = (
+    (re.compile(r"\bI'm\b", re.I), "you're"),
+    (re.compile(r"\bI am\b", re.I), "you are"),
+    (re.compile(r"\bI\b"), "you"),
+    (re.compile(r"\bmy\b", re.I), "your"),
+    (re.compile(r"\bme\b", re.I), "you"),
+    (re.compile(r"\bmine\b", re.I), "yours"),
+)
+
+
+def memory_reply(
+    text: str, parsed_tool_request: bool, messages: Sequence[Mapping[str, Any]], lang: Lang
+) -> str | None:
+    """The reply to a remember/forget message, or None when the message is something else.
+    A "remember" that is also a confident tool request with its details ("记住我的订单号
+    202405201234，查一下") is left to that request."""
+    if is_forget_command(text):
+        deleted = _forgotten(messages)
+        return (t.NOTHING_TO_FORGET if deleted == 0 else t.FORGOTTEN)[lang]
+    note = remember_request(text)
+    if note is None or parsed_tool_request:
+        return None
+    if not note:
+        return t.REMEMBERED_BARE[lang]
+    return t.REMEMBERED[lang].format(note=_to_you(note, lang).rstrip("。.!！"))
+
+
+def recalled_preferences(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Recorded preference values recalled into this conversation (latest wins)."""
+    found: dict[str, str] = {}
+    for message in messages:
+        if message.get("role") != "user" or message.get("name") != MEMORY_MESSAGE:
+            continue
+        for match in _LINE.finditer(text_of(message.get("content"))):
+            key, value = match.group("key"), json.loads(match.group("value"))
+            if value in _CANONICAL.get(key, ()):
+                found[key] = value
+    return found
+
+
+def _forgotten(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    for message in reversed(messages):
+        if message.get("role") == "system":
+            match = _FORGOT.search(text_of(message.get("content")))
+            if match:
+                return int(match.group(1))
+    return None
+
+
+def _to_you(note: str, lang: Lang) -> str:
+    if re.search(r"[\u4e00-\u9fff]", note):
+        return note.replace("我们", "您们").replace("我", "您")
+    for pattern, repl in _EN_PERSON:
+        note = pattern.sub(repl, note)
+    return note

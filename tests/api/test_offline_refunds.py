@@ -1,0 +1,129 @@
+"""Refunds through the whole service with hermes/local, the real NLU and the demo tools: the
+over-limit path (the order is read for its total, an operator approves), bare amounts, and
+the operator's decision reaching the customer."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.testing import LiveService, SseEvent, serve, stream_turn
+from tests.conftest import new_session
+
+
+@pytest.fixture
+async def offline(make_settings: Any) -> AsyncIterator[LiveService]:
+    settings = make_settings(model="hermes/local", model_api_base=None, model_api_key=None)
+    async with serve(settings) as svc:
+        yield svc
+
+
+def _demo(svc: LiveService, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(svc.runtime.settings.demo_db_path)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def big_order(svc: LiveService) -> tuple[str, str, float]:
+    """A delivered order above the 500 limit with nothing refunded yet: (order, owner, total)."""
+    [(order_id, customer, cents)] = _demo(
+        svc,
+        "SELECT id, customer_id, total_cents FROM orders o WHERE status = 'delivered'"
+        " AND total_cents > 50000 AND total_cents < 200000"
+        " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id)"
+        " ORDER BY id LIMIT 1",
+    )
+    return order_id, customer, cents / 100
+
+
+def calls(events: list[SseEvent]) -> list[tuple[str, str]]:
+    return [(e.data["tool"], e.data["status"]) for e in events if e.event == "tool.completed"]
+
+
+def reply_text(events: list[SseEvent]) -> str:
+    return str([e for e in events if e.event == "message.completed"][-1].data["text"])
+
+
+def refunds_of(svc: LiveService, order_id: str) -> list[tuple[Any, ...]]:
+    return _demo(svc, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id)
+
+
+async def refund_session(svc: LiveService) -> tuple[str, float, str]:
+    """A session of the owner of `big_order`: (order, total, session id)."""
+    order_id, customer, total = big_order(svc)
+    return order_id, total, await new_session(svc, customer)
+
+
+async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
+    offline: LiveService,
+) -> None:
+    order_id, total, session_id = await refund_session(offline)
+    events = await stream_turn(
+        offline.client, session_id, f"I want a refund for order {order_id}", decide="approve"
+    )
+    assert calls(events) == [
+        ("request_refund", "error"),  # amount_required: above 500 the amount must be stated
+        ("query_order_status", "success"),
+        ("request_refund", "success"),
+    ]
+    assert refunds_of(offline, order_id) == [(round(total * 100), "pending_review")]
+    assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
+
+
+async def test_a_bare_amount_answers_the_refunds_question_through_the_service(
+    offline: LiveService,
+) -> None:
+    order_id, total, session_id = await refund_session(offline)
+    first = await stream_turn(
+        offline.client, session_id, f"订单{order_id}退款{total + 1000:.0f}元", decide="approve"
+    )
+    assert calls(first) == [("request_refund", "error")]  # amount_exceeds_total
+    assert "金额" in reply_text(first)
+    second = await stream_turn(offline.client, session_id, "300")
+    intent = next(e for e in second if e.event == "intent.classified")
+    assert intent.data["intent"] == "refund_request"  # not password_reset: it answered
+    assert calls(second) == [("request_refund", "success")]
+    assert refunds_of(offline, order_id) == [(30000, "approved")]
+    assert "退款金额" in reply_text(second)
+
+
+async def test_an_approved_refund_says_so_and_asking_again_tells_its_status(
+    offline: LiveService,
+) -> None:
+    order_id, total, session_id = await refund_session(offline)
+    first = await stream_turn(
+        offline.client, session_id, f"我要退款，订单{order_id}，退{total:.2f}元", decide="approve"
+    )
+    resolved = [e.data["status"] for e in first if e.event == "approval.resolved"]
+    assert resolved == ["approved"] and calls(first) == [("request_refund", "success")]
+    told = reply_text(first)
+    assert "审批通过" in told and "财务审核" in told
+    assert "需人工审批" not in told  # not "waiting for a person's approval": one just gave it
+
+    second = await stream_turn(offline.client, session_id, "我的退款怎么样了")
+    assert calls(second) == []  # a question about the refund, not a second refund
+    assert not [e for e in second if e.event == "approval.requested"]
+    again = reply_text(second)
+    assert "已经提交过了" in again and "审批通过" in again
+    assert len(_demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id)) == 1
+
+
+async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
+    offline: LiveService,
+) -> None:
+    order_id, total, session_id = await refund_session(offline)
+    events = await stream_turn(
+        offline.client,
+        session_id,
+        f"I want {total:.2f} CNY refunded for order {order_id}",
+        decide="reject",
+    )
+    assert [e.data["status"] for e in events if e.event == "approval.resolved"] == ["rejected"]
+    told = reply_text(events)
+    assert "declined" in told and order_id in told and "no refund was filed" in told
+    assert _demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id) == []
