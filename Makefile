@@ -6,6 +6,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
+# The gate CI holds: the level hermes/local has reached (160/178 on 2026-12-01), so nothing
+# slips below it; the goal is 0.95 (issue 13), raised here as the agent gets there.
+EVAL_MIN_SUCCESS ?= 0.89
+
 .PHONY: run test eval install bench clean
 
 $(BIN)/python:
@@ -31,7 +35,8 @@ test: install
 # Scenarios against an in-process service with the offline model, whatever the shell sets.
 eval: install
 	mkdir -p var
-	HERMES_MODEL=hermes/local $(BIN)/hermes eval evals --quiet --json var/eval.json
+	HERMES_MODEL=hermes/local $(BIN)/hermes eval evals --quiet --json var/eval.json \
+		--min-success $(EVAL_MIN_SUCCESS)
 
 bench: install
 	$(BIN)/python bench/turn_overhead.py
