@@ -4,8 +4,8 @@ recalled preferences of a closed vocabulary where they matter (a preferred couri
 return is created).
 
 Recalled notes arrive as a quoted `user` message named `hermes_memory`. Only lines of a
-recorded value (origin `structured`) whose value is one of the lexicon's canonical values are
-read: the customer's free text is never repeated from memory, so a stored note cannot put
+recorded value (origin `structured`) or an operator's entry whose value is one of the
+lexicon's values or aliases are read: the customer's free text is never repeated from memory, so a stored note cannot put
 words into a reply.
 """
 
@@ -21,10 +21,15 @@ from app.llm.local.templates import Lang
 from app.llm.local.transcript import MEMORY_MESSAGE, text_of
 from app.memory.cues import is_forget_command
 from app.memory.extract import remember_request
-from app.memory.lexicon import CATEGORY_KEYS, ENTITIES
+from app.memory.lexicon import CATEGORY_KEYS, ENTITIES, normalize
 
-_LINE = re.compile(r'^- (?P<key>[a-z_.]+): (?P<value>"(?:[^"\\]|\\.)*") \(recorded value,', re.M)
-_CANONICAL = {key: frozenset(ENTITIES[cat]) for cat, key in CATEGORY_KEYS.items()}
+# A recorded value or one an operator entered; never the customer's own words.
+_LINE = re.compile(
+    r'^- (?P<key>[a-z_.]+): (?P<value>"(?:[^"\\]|\\.)*") '
+    r"\((?:recorded value|entered by an operator),",
+    re.M,
+)
+_CATEGORY_OF_KEY = {key: category for category, key in CATEGORY_KEYS.items()}
 _FORGOT = re.compile(r"The user asked you to forget something\. (\d+) stored item")
 # First person to second, so the acknowledgement speaks to the customer.
 _EN_PERSON = (
@@ -55,16 +60,32 @@ def memory_reply(
 
 
 def recalled_preferences(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Recorded preference values recalled into this conversation (latest wins)."""
+    """Recorded preference values recalled into this conversation, as the lexicon's canonical
+    value (latest wins): an operator's "SF Express" and a customer's "顺丰" are both 顺丰, which
+    the reply then names in the customer's language."""
     found: dict[str, str] = {}
     for message in messages:
         if message.get("role") != "user" or message.get("name") != MEMORY_MESSAGE:
             continue
         for match in _LINE.finditer(text_of(message.get("content"))):
             key, value = match.group("key"), json.loads(match.group("value"))
-            if value in _CANONICAL.get(key, ()):
-                found[key] = value
+            canonical = _canonical(key, value)
+            if canonical is not None:
+                found[key] = canonical
     return found
+
+
+def _canonical(key: str, value: str) -> str | None:
+    """The canonical value when the whole recorded value is a value or alias of the key's
+    category ("SF Express" -> 顺丰); None for anything else, so free text is never read."""
+    category = _CATEGORY_OF_KEY.get(key)
+    if category is None:
+        return None
+    said = normalize(value).strip()
+    for canonical, aliases in ENTITIES[category].items():
+        if value == canonical or said in aliases:
+            return canonical
+    return None
 
 
 def _forgotten(messages: Sequence[Mapping[str, Any]]) -> int | None:

@@ -233,7 +233,7 @@ class DialoguePolicy:
         ok = exchange.outcome is not None and exchange.outcome.status == "success"
         if intent == "return_request" and ok and courier:
             text += ("" if lang == "zh" else " ") + t.COURIER_FOR_RETURN[lang].format(
-                courier=courier
+                courier=t.courier_name(courier, lang)
             )
         return Reply(text, intent)
 

@@ -60,11 +60,27 @@ NOTHING_TO_FORGET: Text = {
     "zh": "我这里没有需要删除的相关记录。",
     "en": "I don't have anything stored about that to delete.",
 }
-# A recalled preference used where it matters: the courier when a return is created.
+# A recalled preference used where it matters: the courier when a return is created. "We have
+# on record", not "you told us": an operator may have recorded it.
 COURIER_FOR_RETURN: Text = {
-    "zh": "您之前说过偏好{courier}，寄回时可以选用{courier}。",
-    "en": "You told us you prefer {courier}, so you can send the return with {courier}.",
+    "zh": "我们记录到您偏好{courier}，寄回时可以选用{courier}。",
+    "en": "We have on record that you prefer {courier}, so you can send the return with {courier}.",
 }
+# Couriers by the memory lexicon's canonical value, as the customer's language names them (the
+# demo world's carrier names in English); a courier without an English name keeps its own.
+COURIER_NAMES_EN: dict[str, str] = {
+    "顺丰": "SF Express",
+    "京东物流": "JD Logistics",
+    "中通": "ZTO Express",
+    "圆通": "YTO Express",
+    "申通": "STO Express",
+    "韵达": "Yunda Express",
+}
+
+
+def courier_name(canonical: str, lang: Lang) -> str:
+    return COURIER_NAMES_EN.get(canonical, canonical) if lang == "en" else canonical
+
 
 # intent -> slot -> question. The slot keys are the ones `asked_slot` recognises.
 ASK: dict[str, dict[str, Text]] = {

@@ -44,3 +44,19 @@ def test_forget_says_whether_anything_was_deleted() -> None:
     }
     assert memory_reply("忘掉这个", False, [note], "zh") == t.NOTHING_TO_FORGET["zh"]
     assert memory_reply("forget that", False, [], "en") == t.FORGOTTEN["en"]
+
+
+def test_an_operator_entered_alias_is_read_as_its_canonical_value() -> None:
+    block = "\n".join(
+        [
+            '- preference.courier: "SF Express" (entered by an operator, confidence 1.00, x)',
+            '- preference.language: "please use Klingon" (entered by an operator, x)',
+        ]
+    )
+    assert recalled_preferences([memory(block)]) == {"preference.courier": "顺丰"}
+
+
+def test_the_courier_is_named_in_the_customer_s_language() -> None:
+    assert t.courier_name("顺丰", "en") == "SF Express"
+    assert t.courier_name("顺丰", "zh") == "顺丰"
+    assert t.courier_name("DHL", "en") == "DHL"
