@@ -20,7 +20,7 @@ from app.llm.local import templates as t
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import MEMORY_MESSAGE, text_of
 from app.memory.cues import is_forget_command
-from app.memory.extract import remember_request
+from app.memory.extract import TurnFacts, extract, remember_request
 from app.memory.lexicon import CATEGORY_KEYS, ENTITIES, normalize
 
 # A recorded value or one an operator entered; never the customer's own words.
@@ -57,6 +57,17 @@ def memory_reply(
     if not note:
         return t.REMEMBERED_BARE[lang]
     return t.REMEMBERED[lang].format(note=_to_you(note, lang).rstrip("。.!！"))
+
+
+def preference_reply(text: str, lang: Lang) -> str | None:
+    """The acknowledgement of a stated preference the service stores as a keyed fact of the
+    closed vocabulary ("我喜欢顺丰，以后寄件都用顺丰" -> preference.courier 顺丰), or None. Only the
+    canonical value is repeated, never the customer's words."""
+    for draft in extract(TurnFacts(user_text=text)).drafts:
+        said = t.PREFERENCE_NOTED.get(draft.key) if draft.tier == "fact" else None
+        if said is not None:
+            return said[lang].format(value=t.value_name(draft.value, lang))
+    return None
 
 
 def recalled_preferences(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:

@@ -26,7 +26,7 @@ from app.llm.local.intents import (
     plan,
 )
 from app.llm.local.mail import latest_facts, plan_email
-from app.llm.local.memory import memory_reply, recalled_preferences
+from app.llm.local.memory import memory_reply, preference_reply, recalled_preferences
 from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import (
@@ -157,6 +157,10 @@ class DialoguePolicy:
             return self._from_result(last, lang, preferences)
         if isinstance(step, Need):
             return AskForSlot(t.ASK[u.intent][step.slot][lang], u.intent, step.slot)
+        if u.intent in _HANDOFF_INTENTS - {"human_handoff"}:
+            noted = preference_reply(transcript.user_turns[-1].text, lang)
+            if noted is not None:  # "以后都用简体中文跟我沟通": stored by the service; say so
+                return Reply(noted, "memory")
         if u.intent in _HANDOFF_INTENTS:
             return Handoff(t.HANDOFF[u.intent][lang], u.intent)
         if u.intent == "goodbye":

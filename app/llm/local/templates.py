@@ -66,6 +66,37 @@ COURIER_FOR_RETURN: Text = {
     "zh": "我们记录到您偏好{courier}，寄回时可以选用{courier}。",
     "en": "We have on record that you prefer {courier}, so you can send the return with {courier}.",
 }
+# A stated preference of the closed vocabulary ("我喜欢顺丰，以后寄件都用顺丰", "以后都用简体中文跟我
+# 沟通"): the service stores it (docs/memory.md); the reply says so instead of "didn't understand".
+PREFERENCE_NOTED: dict[str, Text] = {
+    "preference.courier": {
+        "zh": "好的，已记下您的快递偏好：{value}。",
+        "en": "Noted: you prefer {value} as your courier.",
+    },
+    "preference.language": {
+        "zh": "好的，已记下：以后用{value}和您沟通。",
+        "en": "Noted: we'll use {value} with you from now on.",
+    },
+    "preference.invoice_format": {
+        "zh": "好的，已记下您的发票格式偏好：{value}。",
+        "en": "Noted: you prefer {value} invoices.",
+    },
+    "preference.contact_channel": {
+        "zh": "好的，已记下：以后优先通过{value}联系您。",
+        "en": "Noted: we'll contact you by {value} where we can.",
+    },
+}
+# Closed-vocabulary values as English names them (the courier names are the demo world's).
+VALUE_NAMES_EN: dict[str, str] = {
+    "简体中文": "Simplified Chinese",
+    "繁体中文": "Traditional Chinese",
+    "中文": "Chinese",
+    "纸质": "paper",
+    "电子": "electronic",
+    "短信": "text message",
+    "电话": "phone",
+    "微信": "WeChat",
+}
 # Couriers by the memory lexicon's canonical value, as the customer's language names them (the
 # demo world's carrier names in English); a courier without an English name keeps its own.
 COURIER_NAMES_EN: dict[str, str] = {
@@ -80,6 +111,13 @@ COURIER_NAMES_EN: dict[str, str] = {
 
 def courier_name(canonical: str, lang: Lang) -> str:
     return COURIER_NAMES_EN.get(canonical, canonical) if lang == "en" else canonical
+
+
+def value_name(canonical: str, lang: Lang) -> str:
+    """A closed-vocabulary value (courier, language, format, channel) in the reply's language."""
+    if lang == "zh":
+        return canonical
+    return COURIER_NAMES_EN.get(canonical) or VALUE_NAMES_EN.get(canonical, canonical)
 
 
 # intent -> slot -> question. The slot keys are the ones `asked_slot` recognises.

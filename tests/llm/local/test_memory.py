@@ -60,3 +60,19 @@ def test_the_courier_is_named_in_the_customer_s_language() -> None:
     assert t.courier_name("顺丰", "en") == "SF Express"
     assert t.courier_name("顺丰", "zh") == "顺丰"
     assert t.courier_name("DHL", "en") == "DHL"
+
+
+def test_a_stated_preference_of_the_closed_vocabulary_is_acknowledged() -> None:
+    from app.llm.local.memory import preference_reply
+
+    assert (
+        preference_reply("我喜欢顺丰，以后寄件都用顺丰", "zh") == "好的，已记下您的快递偏好：顺丰。"
+    )
+    assert (
+        preference_reply("以后都用简体中文跟我沟通", "zh")
+        == "好的，已记下：以后用简体中文和您沟通。"
+    )
+    assert preference_reply("From now on I prefer SF Express", "en") == (
+        "Noted: you prefer SF Express as your courier."
+    )
+    assert preference_reply("今天天气不错", "zh") is None

@@ -327,3 +327,11 @@ def test_a_refund_amount_without_a_unit_is_the_amount_not_the_whole_order(
 def test_a_quantity_in_a_refund_request_is_not_an_amount(nlu: NLUPipeline) -> None:
     decision = DialoguePolicy(nlu).decide([user(f"我买了2件，想退款，订单{ORDER}")], ALL_TOOLS)
     assert decision == CallTool("request_refund", {"order_id": ORDER}, "refund_request")
+
+
+def test_a_stated_preference_is_acknowledged_not_handed_off(nlu: NLUPipeline) -> None:
+    c = chat(nlu)
+    assert c.say("以后都用简体中文跟我沟通") == Reply(
+        "好的，已记下：以后用简体中文和您沟通。", "memory"
+    )
+    assert c.calls == []
