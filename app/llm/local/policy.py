@@ -220,6 +220,10 @@ class DialoguePolicy:
             return True
         if parse.confidence < self.min_confidence:
             return True
+        if asked == "tracking_or_order" and parse.intent == "order_status" and "order_id" in slots:
+            # "那用订单号查吧，202405201234" after an unknown tracking number: the order number
+            # answers the tracking question (the order is read, then its parcel tracked).
+            return True
         switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye"}
         return parse.intent not in switches
 

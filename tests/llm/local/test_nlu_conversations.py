@@ -335,3 +335,24 @@ def test_a_stated_preference_is_acknowledged_not_handed_off(nlu: NLUPipeline) ->
         "好的，已记下：以后用简体中文和您沟通。", "memory"
     )
     assert c.calls == []
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        ("查一下运单SF999999999CN", f"那用订单号查吧，{ORDER}"),
+        ("Track SF999999999CN please", f"Hmm, try the order number instead, {ORDER}"),
+    ],
+)
+def test_an_order_number_after_an_unknown_tracking_number_tracks_the_order(
+    nlu: NLUPipeline, first: str, then: str
+) -> None:
+    c = chat(nlu, track_shipment=failure("shipment_not_found"))
+    c.say(first)
+    c.results.update(track_shipment=success(SHIPMENT), query_order_status=success(SHIPPED_ORDER))
+    reply = c.say(then)
+    assert c.calls[1:] == [
+        ("query_order_status", {"order_id": ORDER}),
+        ("track_shipment", {"tracking_number": "SF123456789CN"}),
+    ]
+    assert "SF123456789CN" in reply.text
