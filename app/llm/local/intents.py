@@ -31,6 +31,15 @@ TOOL_INTENTS = frozenset(TOOL_OF)
 # Asked slots answered by whatever the user writes next, rather than by an extracted slot.
 FREE_TEXT = frozenset({"address", "summary"})
 _DETAILED = 12  # estimated tokens: about 12 Chinese characters or 9 English words
+# What the tool contract reserves priority "high" for: lost goods, safety issues, repeated
+# failures ("显示已经签收了，可我根本没收到，东西丢了"). "差点丢了" (nearly lost) is not lost.
+_URGENT = re.compile(
+    r"(?<!差点)(?<!差一点)丢了|丢失|弄丢|根本没收到|一直没收到|从没收到|没有收到货|"
+    r"起火|冒烟|爆炸|触电|漏电|烫伤|受伤|第三次|好几次|一次又一次|"
+    r"\b(?:lost|never (?:arrived|came|received)|went missing|fire|smok(?:e|ing)|explod\w*|"
+    r"electric shock|injur\w*|third time|again and again|repeatedly)\b",
+    re.I,
+)
 
 _FIELD_WORDS = (  # order matters: "邮箱地址" / "email address" is an email
     ("email", re.compile(r"邮箱|邮件|e-?mail", re.I)),
@@ -208,6 +217,8 @@ def _complaint(memory: Memory) -> Need | Call:
     order_id = memory.get("order_id")
     if order_id:
         args["order_id"] = order_id
+    if _URGENT.search(summary):
+        args["priority"] = "high"
     return Call("create_ticket", args)
 
 

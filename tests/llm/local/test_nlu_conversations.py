@@ -356,3 +356,40 @@ def test_an_order_number_after_an_unknown_tracking_number_tracks_the_order(
         ("track_shipment", {"tracking_number": "SF123456789CN"}),
     ]
     assert "SF123456789CN" in reply.text
+
+
+TICKET = {"ticket_id": "TK00000073", "status": "open", "category": "complaint"}
+
+
+def test_a_long_complaint_the_classifier_is_unsure_of_creates_a_ticket(nlu: NLUPipeline) -> None:
+    c = chat(nlu, create_ticket=success(TICKET))
+    text = "我要投诉，订单202405201235显示已经签收了，可我根本没收到，东西丢了"
+    c.say(text)
+    assert c.calls == [
+        (
+            "create_ticket",
+            {
+                "category": "complaint",
+                "summary": text,
+                "order_id": "202405201235",
+                "priority": "high",
+            },
+        )
+    ]
+
+
+def test_a_story_answering_describe_it_is_the_complaint_not_a_tracking_request(
+    nlu: NLUPipeline,
+) -> None:
+    c = chat(nlu, create_ticket=success(TICKET))
+    c.say("我要投诉")
+    c.say("快递员没有打电话就把包裹扔在门口，订单202405201235，差点丢了")
+    assert [name for name, _ in c.calls] == ["create_ticket"]
+    assert "priority" not in c.calls[0][1]  # nearly lost is not lost
+
+
+def test_a_clear_request_answering_describe_it_still_switches(nlu: NLUPipeline) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER))
+    c.say("I want to make a complaint")
+    c.say(f"Before that, what's the status of order {ORDER}?")
+    assert c.calls == [("query_order_status", {"order_id": ORDER})]
