@@ -38,6 +38,9 @@ class TurnRecord:
     tools: list[ToolRun] = field(default_factory=list)
     approvals: list[ApprovalSeen] = field(default_factory=list)
     recalled: list[str] = field(default_factory=list)
+    # Recalled knowledge nodes: the event names them by id only (their keys are hashes of the
+    # customer's words); `resolve_recalled` turns them into keys through the memory API.
+    recalled_ids: list[str] = field(default_factory=list)
     forgotten: int = 0
     status: str = "completed"  # or the failure code
     memories: list[dict[str, Any]] | None = None
@@ -110,6 +113,14 @@ class ServiceClient:
         body = await self._json(await self.http.get(url, params={"limit": 500}))
         return list(body["items"])
 
+    async def resolve_recalled(self, record: TurnRecord, user_id: str) -> None:
+        """Name the turn's recalled nodes by their keys, as scenarios do ("note:720b33062af4")."""
+        if not record.recalled_ids:
+            return
+        keys = {str(m["id"]): m.get("key") for m in await self.memories(user_id)}
+        record.recalled += [k for i in record.recalled_ids if (k := keys.get(i))]
+        record.recalled_ids = []
+
     async def seed_memory(self, user_id: str, seed: SeedMemory) -> None:
         body = {"key": seed.key, "value": seed.value, "confidence": seed.confidence}
         await self._json(await self.http.post(f"/v1/users/{user_id}/memories", json=body))
@@ -138,7 +149,11 @@ def _note(record: TurnRecord, calls: dict[str, ToolRun], kind: str, data: dict[s
         error = (data.get("result") or {}).get("error") or {}
         run.code = error.get("code") if isinstance(error, dict) else None
     elif kind == EventType.MEMORY_RECALLED:
-        record.recalled += [i["key"] for i in data.get("items", []) if i.get("key")]
+        for item in data.get("items", []):
+            if item.get("key"):
+                record.recalled.append(item["key"])
+            elif item.get("id") is not None:
+                record.recalled_ids.append(str(item["id"]))
     elif kind == EventType.MEMORY_FORGOTTEN:
         record.forgotten += int(data.get("count", 0))
     elif kind == EventType.TURN_FAILED:

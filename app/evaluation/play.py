@@ -30,6 +30,7 @@ async def _session(scenario: Scenario, session: Session, client: ServiceClient) 
         for turn in session.turns:
             decide = _decider(turn.operator, session.operator, scenario.operator)
             scripted = await client.turn(session_id, turn.say, decide)
+            await client.resolve_recalled(scripted, scenario.customer)
             wanted = turn.expect.memory
             if wanted is not None and (wanted.stored or wanted.absent):
                 scripted.memories = await client.memories(scenario.customer)
@@ -40,6 +41,7 @@ async def _session(scenario: Scenario, session: Session, client: ServiceClient) 
         text: str | None = customer.first()
         while text is not None:
             simulated: TurnRecord = await client.turn(session_id, text, decide)
+            await client.resolve_recalled(simulated, scenario.customer)
             record.turns.append(simulated)
             text = customer.answer(simulated.reply) if simulated.status == "completed" else None
     record.replies = await client.assistant_messages(session_id)

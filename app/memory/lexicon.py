@@ -100,6 +100,11 @@ TYPE_CUES: dict[str, tuple[str, ...]] = {
     "preference": ("偏好", "习惯", "老样子", "照旧", "usual", "prefer"),
     "contact": ("联系方式", "contact details"),
 }
+# "还记得我什么时候方便接电话吗", "do you remember where …": the customer asks what they told us
+# to remember, so their notes are what the question is about (scored like an implied key).
+ASKED_CUES: dict[str, tuple[str, ...]] = {
+    "note": ("还记得", "记不记得", "你记得", "do you remember", "you still remember"),
+}
 
 _CJK_RUN = re.compile(f"[{HAN}]+")
 _LATIN = re.compile(r"[a-z0-9][a-z0-9@._+\-]*")
@@ -181,10 +186,16 @@ def keys_cued(text: str) -> set[str]:
 
 
 def kinds_cued(text: str, intent: str | None = None) -> set[str]:
-    """Fact types the wording ("方案", "plan") or the intent points at."""
+    """Fact types the wording ("方案", "plan", "do you remember") or the intent points at."""
     lowered = normalize(text)
     found = {kind for kind, cues in TYPE_CUES.items() if any(cue in lowered for cue in cues)}
-    return found | set(INTENT_KINDS.get(intent or "", ()))
+    return found | kinds_asked(text) | set(INTENT_KINDS.get(intent or "", ()))
+
+
+def kinds_asked(text: str) -> set[str]:
+    """Fact types a question asks to be recalled ("do you remember …?" -> note)."""
+    lowered = normalize(text)
+    return {kind for kind, cues in ASKED_CUES.items() if any(cue in lowered for cue in cues)}
 
 
 def intent_keys(intent: str | None) -> set[str]:

@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from app.memory.cues import recall_reason
 from app.memory.decay import DecayPolicy
 from app.memory.embeddings import Embedder, cosine, embed_one, unpack
-from app.memory.lexicon import find_entities, intent_keys, keys_cued, kinds_cued, query_terms
+from app.memory.lexicon import (
+    find_entities,
+    intent_keys,
+    keys_cued,
+    kinds_asked,
+    kinds_cued,
+    query_terms,
+)
 from app.memory.port import Recall
 from app.memory.queries import MemoryQueries
 from app.memory.records import MemoryItem, Scope
@@ -67,6 +74,7 @@ class Recaller:
             entities=frozenset(named),
             implied=frozenset(implied),
             kinds=frozenset(kinds),
+            asked=frozenset(kinds_asked(text)),
         )
         scored = rank(
             items,

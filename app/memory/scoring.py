@@ -9,7 +9,8 @@ score = 0.30 * lexical + 0.35 * match + 0.10 * recency + 0.25 * decayed confiden
   lexical is max(lexical, cosine).
 - match: 1 when the memory's key or entity is the one the query names (also when the query
   holds every word of a fact's key name: "format" and "report" for `report_format`), 0.8
-  when the intent implies its key (a return implies the courier), 0.5 when the intent or a
+  when the intent implies its key (a return implies the courier) or the question asks for its
+  fact type ("do you remember …?" asks for notes), 0.5 when the intent or a
   type word ("方案", "plan") points at its fact type.
 - recency: halves every two weeks since the last update.
 Each fact type has its own threshold around the configured one; at most top_k survive.
@@ -49,6 +50,7 @@ class RecallQuery:
     entities: frozenset[str] = frozenset()
     implied: frozenset[str] = frozenset()  # keys the intent implies
     kinds: frozenset[str] = frozenset()  # fact types the intent or wording points at
+    asked: frozenset[str] = frozenset()  # fact types the question asks for ("do you remember")
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,12 @@ def rank(
     texts = [" ".join((i.search_text, *key_words(i))) for i in live]
     lexical = lexical_scores(query.units, texts, collection_size)
     units = {normalize(u) for u in query.units}
+    # "Do you remember …?" is about one note: the closest of the asked type (ties kept), so a
+    # customer's other notes are not all pulled in by the question's form.
+    asked_lex = [
+        lex for item, lex in zip(live, lexical, strict=True) if item.fact_type in query.asked
+    ]
+    closest = max(asked_lex, default=0.0)
     scored = []
     for item, lex in zip(live, lexical, strict=True):
         if semantic:
@@ -145,7 +153,7 @@ def rank(
             match = 1.0
         elif words and all(w in units for w in words):  # the question names the key's words
             match = 1.0
-        elif item.key in query.implied:
+        elif item.key in query.implied or (item.fact_type in query.asked and lex >= closest):
             match = 0.8
         elif item.fact_type in query.kinds:
             match = 0.5

@@ -227,3 +227,25 @@ async def test_a_running_service_over_its_url_with_an_operator_key(
     assert str(again.failures[0]).startswith(
         "called (session 1 turn 2): request_refund(success) not called"
     )
+
+
+async def test_a_recalled_note_is_named_by_its_key(demo_template: Path) -> None:
+    # The memory.recalled event names knowledge nodes by id only; the harness looks the key up.
+    from app.memory.extract import text_key
+
+    key = text_key("note", "我下午三点以后才方便接电话")
+    text = f"""
+language: zh
+intents: [out_of_scope]
+sessions:
+  - turns: [记住：我下午三点以后才方便接电话]
+  - turns:
+      - say: 还记得我什么时候方便接电话吗？
+        expect: {{memory: {{recalled: ["{key}"]}}, contains: [三点]}}
+"""
+    harness = InProcessHarness(LOCAL, demo_template)
+    try:
+        result = await harness.run(scenario(text), 0)
+    finally:
+        harness.close()
+    assert result.failures == []

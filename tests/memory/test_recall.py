@@ -164,3 +164,14 @@ async def test_a_facts_key_name_is_searched_and_scored_as_words(memory: MemorySe
     # One word of the key is not the key: "the report" alone does not name report_format.
     partial = await memory.recall(ALICE, "send me the report as before")
     assert partial.items == []  # lexical 1 of 2 units, no match: under the note threshold
+
+
+async def test_do_you_remember_recalls_the_closest_note(memory: MemoryService):
+    # No word of the question is in the note: the question's form asks for the customer's note.
+    await memory.upsert(ALICE, "note:avail", "I am only available after 3 pm", tier="node")
+    got = await memory.recall(ALICE, "When did I say is a good time to call me, do you remember?")
+    assert values(got) == ["I am only available after 3 pm"]
+    # With several notes only the closest is asked about (the others stay under the threshold).
+    await memory.upsert(ALICE, "note:desk", "Deliveries go to the reception desk", tier="node")
+    got = await memory.recall(ALICE, "Do you remember where my deliveries go?")
+    assert values(got) == ["Deliveries go to the reception desk"]

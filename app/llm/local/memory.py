@@ -3,10 +3,11 @@
 recalled preferences of a closed vocabulary where they matter (a preferred courier when a
 return is created).
 
-Recalled notes arrive as a quoted `user` message named `hermes_memory`. Only lines of a
-recorded value (origin `structured`) or an operator's entry whose value is one of the
-lexicon's values or aliases are read: the customer's free text is never repeated from memory, so a stored note cannot put
-words into a reply.
+Recalled notes arrive as a quoted `user` message named `hermes_memory`. Preferences are read
+only from lines of a recorded value (origin `structured`) or an operator's entry whose value is
+one of the lexicon's values or aliases, never from free text. The one exception is the answer
+to "do you remember …?": the customer's own `note` is read back to that same customer, as
+their words in the second person, and nothing is done with it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ _LINE = re.compile(
     r'^- (?P<key>[a-z_.]+): (?P<value>"(?:[^"\\]|\\.)*") '
     r"\((?:recorded value|entered by an operator),",
     re.M,
+)
+# A "remember" note the customer dictated (stored as their own words, fact type `note`).
+_NOTE_LINE = re.compile(r'^- note: (?P<value>"(?:[^"\\]|\\.)*") \(customer\'s own words,', re.M)
+# "Do you remember …?" / "还记得我…吗": the customer asks what they told us.
+_RECALL_QUESTION = re.compile(
+    r"还记得|记不记得|你记得|记得我.*[吗么？?]|\bdo you (?:still )?remember\b|"
+    r"\bdid i (?:tell|say|mention)\b|\bwhat did i (?:tell|say|ask)\b",
+    re.I,
 )
 _CATEGORY_OF_KEY = {key: category for category, key in CATEGORY_KEYS.items()}
 _FORGOT = re.compile(r"The user asked you to forget something\. (\d+) stored item")
@@ -67,6 +76,24 @@ def preference_reply(text: str, lang: Lang) -> str | None:
         said = t.PREFERENCE_NOTED.get(draft.key) if draft.tier == "fact" else None
         if said is not None:
             return said[lang].format(value=t.value_name(draft.value, lang))
+    return None
+
+
+def recalled_note_reply(
+    text: str, parsed_tool_request: bool, messages: Sequence[Mapping[str, Any]], lang: Lang
+) -> str | None:
+    """The answer to "do you remember …?" from a note the customer asked us to keep, recalled
+    into this conversation (the most relevant first), or None. It is the customer's own note
+    read back to the same customer, as their words in the second person; it is never acted on."""
+    if parsed_tool_request or not _RECALL_QUESTION.search(text):
+        return None
+    for message in messages:
+        if message.get("role") != "user" or message.get("name") != MEMORY_MESSAGE:
+            continue
+        match = _NOTE_LINE.search(text_of(message.get("content")))
+        if match:
+            note = _to_you(json.loads(match.group("value")), lang).rstrip("。.!！")
+            return t.NOTE_RECALLED[lang].format(note=note)
     return None
 
 

@@ -26,7 +26,12 @@ from app.llm.local.intents import (
     plan,
 )
 from app.llm.local.mail import latest_facts, plan_email
-from app.llm.local.memory import memory_reply, preference_reply, recalled_preferences
+from app.llm.local.memory import (
+    memory_reply,
+    preference_reply,
+    recalled_note_reply,
+    recalled_preferences,
+)
 from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
 from app.llm.local.transcript import (
@@ -67,8 +72,8 @@ _REFUND_AMOUNT = re.compile(
     re.I,
 )
 
-# Words that make a message a complaint when the classifier is unsure: "我要投诉，订单…显示已经签收了，
-# 可我根本没收到" reads as an order-status question at 0.48; the customer said what they want.
+# Words that make a message a complaint when the classifier is unsure: "我要投诉，订单…显示已经签收
+# 了，可我根本没收到" reads as an order-status question at 0.48; the customer said what they want.
 _COMPLAINT_WORD = re.compile(r"投诉|\bcomplain(?:t|ts|ing|ed)?\b", re.I)
 # An answer to "please describe what happened" switches to another request only when it is
 # clearly one ("Before that, what's the status of order …?" reads at 0.98); a story about the
@@ -127,9 +132,9 @@ class DialoguePolicy:
         u = self.understand(transcript.user_turns)
         lang = u.language
         if not transcript.exchanges:  # "记住…" / "忘掉这个": the service did it; say so
-            said = memory_reply(
-                transcript.user_turns[-1].text, self._tool_request(transcript), messages, lang
-            )
+            text, requested = transcript.user_turns[-1].text, self._tool_request(transcript)
+            said = memory_reply(text, requested, messages, lang)
+            said = said or recalled_note_reply(text, requested, messages, lang)
             if said is not None:
                 return Reply(said, "memory")
         preferences = recalled_preferences(messages)

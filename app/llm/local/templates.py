@@ -60,14 +60,20 @@ NOTHING_TO_FORGET: Text = {
     "zh": "我这里没有需要删除的相关记录。",
     "en": "I don't have anything stored about that to delete.",
 }
+# "还记得我什么时候方便接电话吗？": a note the customer asked us to remember, read back to them.
+# Memory may be outdated (the recall block says so), hence the question.
+NOTE_RECALLED: Text = {
+    "zh": "我这里有您之前让我记下的：{note}。现在还是这样吗？",
+    "en": "I have a note from an earlier conversation: {note}. Is that still right?",
+}
 # A recalled preference used where it matters: the courier when a return is created. "We have
 # on record", not "you told us": an operator may have recorded it.
 COURIER_FOR_RETURN: Text = {
     "zh": "我们记录到您偏好{courier}，寄回时可以选用{courier}。",
     "en": "We have on record that you prefer {courier}, so you can send the return with {courier}.",
 }
-# A stated preference of the closed vocabulary ("我喜欢顺丰，以后寄件都用顺丰", "以后都用简体中文跟我
-# 沟通"): the service stores it (docs/memory.md); the reply says so instead of "didn't understand".
+# A stated preference of the closed vocabulary ("我喜欢顺丰，以后寄件都用顺丰", "以后都用简体中文
+# 跟我沟通"): the service stores it (docs/memory.md); the reply says so, not "didn't understand".
 PREFERENCE_NOTED: dict[str, Text] = {
     "preference.courier": {
         "zh": "好的，已记下您的快递偏好：{value}。",

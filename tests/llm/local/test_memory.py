@@ -76,3 +76,17 @@ def test_a_stated_preference_of_the_closed_vocabulary_is_acknowledged() -> None:
         "Noted: you prefer SF Express as your courier."
     )
     assert preference_reply("今天天气不错", "zh") is None
+
+
+def test_do_you_remember_reads_the_customer_s_own_note_back() -> None:
+    from app.llm.local.memory import recalled_note_reply
+
+    block = '- note: "I am only available after 3 pm" (customer\'s own words, confidence 0.90, x)'
+    assert recalled_note_reply("Do you remember when I'm free?", False, [memory(block)], "en") == (
+        "I have a note from an earlier conversation: you are only available after 3 pm. "
+        "Is that still right?"
+    )
+    # Not a question about memory, a tool request, or nothing recalled: not answered from it.
+    assert recalled_note_reply("When am I free?", False, [memory(block)], "en") is None
+    assert recalled_note_reply("Do you remember my order?", True, [memory(block)], "en") is None
+    assert recalled_note_reply("还记得我什么时候有空吗", False, [], "zh") is None
