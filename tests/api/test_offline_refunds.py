@@ -71,6 +71,10 @@ async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
         ("query_order_status", "success"),
         ("request_refund", "success"),
     ]
+    # One approval, of the refund that was filed: the amount-less call the backend refuses is
+    # answered by the tool's precheck, not put to an operator first.
+    asked = [e.data["arguments"] for e in events if e.event == "approval.requested"]
+    assert asked == [{"order_id": order_id, "amount": total}]
     assert refunds_of(offline, order_id) == [(round(total * 100), "pending_review")]
     assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
 
@@ -127,3 +131,37 @@ async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
     told = reply_text(events)
     assert "declined" in told and order_id in told and "no refund was filed" in told
     assert _demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id) == []
+
+
+def refusals(events: list[SseEvent]) -> list[str]:
+    return [
+        e.data["result"]["error"]["code"]
+        for e in events
+        if e.event == "tool.completed" and e.data["status"] == "error"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "said", "code", "told"),
+    [
+        ("cancelled", "I want {} CNY refunded for order {}", "order_not_refundable", "can't be"),
+        ("pending", "订单{1}退款{0}元", "order_not_paid", "还没有付款"),
+    ],
+)
+async def test_a_refund_the_backend_refuses_gets_its_reason_without_an_operator(
+    offline: LiveService, status: str, said: str, code: str, told: str
+) -> None:
+    [(order_id, customer)] = _demo(
+        offline,
+        "SELECT id, customer_id FROM orders WHERE status = ? ORDER BY id LIMIT 1",
+        status,
+    )
+    session_id = await new_session(offline, customer)
+    # 600 is above the approval limit: before the precheck an operator was asked first.
+    events = await stream_turn(
+        offline.client, session_id, said.format(600, order_id), decide="approve"
+    )
+    assert not [e for e in events if e.event == "approval.requested"]
+    assert refusals(events) == [code]
+    assert told in reply_text(events)
+    assert refunds_of(offline, order_id) == []
