@@ -165,3 +165,47 @@ async def test_a_refund_the_backend_refuses_gets_its_reason_without_an_operator(
     assert refusals(events) == [code]
     assert told in reply_text(events)
     assert refunds_of(offline, order_id) == []
+
+
+async def test_an_amount_in_kuai_refunds_that_amount(offline: LiveService) -> None:
+    [(order_id, customer)] = _demo(
+        offline,
+        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > 5000"
+        " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id) ORDER BY id LIMIT 1",
+    )
+    session_id = await new_session(offline, customer)
+    # The classifier is unsure here (refund 0.4 against order status); the amount and 退 say
+    # what the customer wants.
+    events = await stream_turn(offline.client, session_id, f"订单{order_id}有个手机壳裂了，退50块")
+    assert calls(events) == [("request_refund", "success")]
+    assert refunds_of(offline, order_id) == [(5000, "approved")]
+    assert "50.00元" in reply_text(events)
+
+
+async def test_a_second_refund_past_the_limit_on_one_order_asks_an_operator(
+    offline: LiveService,
+) -> None:
+    # 300 + 250 fit the order (the limit is tested, not the total) and pass 500 together.
+    [(order_id, customer)] = _demo(
+        offline,
+        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > 55000"
+        " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id) ORDER BY id LIMIT 1",
+    )
+    session_id = await new_session(offline, customer)
+    first = await stream_turn(
+        offline.client,
+        session_id,
+        f"Please refund 300 CNY on order {order_id}, the jacket is the wrong colour",
+    )
+    assert calls(first) == [("request_refund", "success")]
+    second = await stream_turn(
+        offline.client,
+        session_id,
+        "And I'd like another 250 CNY back on the same order for the late delivery",
+        decide="approve",
+    )
+    asked = [e.data["arguments"] for e in second if e.event == "approval.requested"]
+    assert asked == [{"order_id": order_id, "amount": 250}]
+    assert calls(second) == [("request_refund", "success")]
+    assert refunds_of(offline, order_id) == [(30000, "approved"), (25000, "approved")]
+    assert "250" in reply_text(second)

@@ -67,6 +67,11 @@ _REFUND_AMOUNT = re.compile(
     re.I,
 )
 
+# An amount beside a refund word ("退50块", "another 250 CNY back"): when the classifier is
+# unsure (refund against order status or tracking, both below the threshold), the amount and
+# the word together say it is a refund. Not "退货" (a return): 退 counts only before a number.
+_REFUND_WORD = re.compile(r"退款|退钱|退还|退\s*[¥￥$]?\s*\d|refund|money back|\bback\b", re.I)
+
 
 @dataclass(frozen=True)
 class AskForSlot:
@@ -193,6 +198,8 @@ class DialoguePolicy:
             else:
                 confident = parse.confidence >= self.min_confidence
                 intent = parse.intent if confident else LOW_CONFIDENCE
+                if not confident and _unsure_refund(parse, slots, turn.text):
+                    intent = "refund_request"
                 if intent != active:
                     u.memory.new_thread()
                 u.memory.new_request()
@@ -250,6 +257,12 @@ def _filed_refund(messages: Sequence[Mapping[str, Any]], step: Call) -> Exchange
         if (e.arguments or {}).get("order_id") == order_id
     ]
     return filed[-1] if filed else None
+
+
+def _unsure_refund(parse: ParseResult, slots: Mapping[str, str], text: str) -> bool:
+    """An unconfident parse that still ranks refund, with an amount and a refund word."""
+    ranked = any(score.intent == "refund_request" for score in parse.ranking)
+    return ranked and "amount" in slots and _REFUND_WORD.search(text) is not None
 
 
 def _without_slots(text: str, slots: list[Slot]) -> str:
