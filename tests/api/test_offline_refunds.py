@@ -167,12 +167,19 @@ async def test_a_refund_the_backend_refuses_gets_its_reason_without_an_operator(
     assert refunds_of(offline, order_id) == []
 
 
-async def test_an_amount_in_kuai_refunds_that_amount(offline: LiveService) -> None:
+def unrefunded(svc: LiveService, above_cents: int) -> tuple[str, str]:
+    """A delivered order above `above_cents` with nothing refunded: (order, owner)."""
     [(order_id, customer)] = _demo(
-        offline,
-        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > 5000"
+        svc,
+        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > ?"
         " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id) ORDER BY id LIMIT 1",
+        above_cents,
     )
+    return order_id, customer
+
+
+async def test_an_amount_in_kuai_refunds_that_amount(offline: LiveService) -> None:
+    order_id, customer = unrefunded(offline, above_cents=5000)
     session_id = await new_session(offline, customer)
     # The classifier is unsure here (refund 0.4 against order status); the amount and 退 say
     # what the customer wants.
@@ -186,11 +193,7 @@ async def test_a_second_refund_past_the_limit_on_one_order_asks_an_operator(
     offline: LiveService,
 ) -> None:
     # 300 + 250 fit the order (the limit is tested, not the total) and pass 500 together.
-    [(order_id, customer)] = _demo(
-        offline,
-        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > 55000"
-        " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id) ORDER BY id LIMIT 1",
-    )
+    order_id, customer = unrefunded(offline, above_cents=55000)
     session_id = await new_session(offline, customer)
     first = await stream_turn(
         offline.client,
