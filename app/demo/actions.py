@@ -109,16 +109,26 @@ def _refund(row: sqlite3.Row) -> Refund:
     )
 
 
-def request_refund(
-    conn: sqlite3.Connection,
-    actor: Actor,
-    *,
-    order_id: str,
-    amount_cents: int | None,
-    reason: str | None,
-) -> Refund:
-    if (row := replayed(conn, "refunds", actor)) is not None:
-        return _refund(row)
+def refund_refusal(
+    conn: sqlite3.Connection, actor: Actor, *, order_id: str, amount_cents: int | None
+) -> DemoError | None:
+    """Why `request_refund` would refuse this refund now, or None if it would file it (or
+    return the one already filed under the actor's key). The same checks, asked before a
+    human is asked to approve: nobody should approve a refund the backend then refuses."""
+    if replayed(conn, "refunds", actor) is not None:
+        return None
+    try:
+        _refundable(conn, actor, order_id, amount_cents)
+    except DemoError as exc:
+        return exc
+    return None
+
+
+def _refundable(
+    conn: sqlite3.Connection, actor: Actor, order_id: str, amount_cents: int | None
+) -> tuple[sqlite3.Row, int, int]:
+    """The order, the amount to refund and what was already refunded on it; a DemoError
+    when the refund cannot be made."""
     order = _own_order(conn, actor, order_id)
     status, total, currency = order["status"], order["total_cents"], order["currency"]
     if status == "pending":
@@ -160,6 +170,21 @@ def request_refund(
             f"{yuan(already)} {currency} of order {order_id} has already been refunded or is "
             f"under review; at most {yuan(total - already)} {currency} can still be refunded",
         )
+    return order, amount, already
+
+
+def request_refund(
+    conn: sqlite3.Connection,
+    actor: Actor,
+    *,
+    order_id: str,
+    amount_cents: int | None,
+    reason: str | None,
+) -> Refund:
+    if (row := replayed(conn, "refunds", actor)) is not None:
+        return _refund(row)
+    order, amount, already = _refundable(conn, actor, order_id, amount_cents)
+    total, currency = order["total_cents"], order["currency"]
     decision = "approved" if amount <= AUTO_APPROVE_CENTS else "pending_review"
     stamp = now()
     seq, refund_id = _next_id(conn, "refunds", "RF")

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.demo import account, actions, outbox
-from app.demo.errors import customer_not_found, order_not_found
+from app.demo.errors import DemoError, customer_not_found, order_not_found
 from app.demo.mail import MailComposeError, MailDeliveryError, Mailer, compose
 from app.demo.outbox import Draft
 from app.demo.records import (
@@ -210,6 +210,17 @@ class DemoStore:
             lambda c: actions.request_refund(
                 c, actor, order_id=order_id, amount_cents=amount_cents, reason=reason
             )
+        )
+
+    async def refund_refusal(
+        self, actor: Actor, *, order_id: str, amount_cents: int | None
+    ) -> DemoError | None:
+        """Why `request_refund` would refuse this refund now, or None; changes nothing. Asked
+        on the writer thread so it sees exactly what the refund itself would see."""
+        if not self.owns(actor.tenant_id):
+            return order_not_found(order_id)
+        return await self.db.write(
+            lambda c: actions.refund_refusal(c, actor, order_id=order_id, amount_cents=amount_cents)
         )
 
     async def request_return(self, actor: Actor, *, order_id: str, reason: str | None) -> Return:

@@ -3,10 +3,12 @@
 For each call, in this order and before any side effect (see app/tools/policy): the tool must
 exist and be offered in this turn, the arguments must parse and validate, per-call rules must
 pass. Writes and external actions then check the idempotency store (a stored success is
-returned, not redone), the rules over history, and whether the customer must confirm first;
-they wait for human approval when the risk, a rule or taint says so, and only then run, under
-the tool's breaker, rate limit, concurrency limit and timeout (app/tools/running.py).
-Whatever happens, the call ends as one `ToolResult`, masked and cut to its token budget.
+returned, not redone), the tool's own precheck (a call it would refuse is answered with
+that refusal, never put to an operator), the rules over history, and whether the customer
+must confirm first; they wait for human approval when the risk, a rule or taint says so,
+and only then run, under the tool's breaker, rate limit, concurrency limit and timeout
+(app/tools/running.py). Whatever happens, the call ends as one `ToolResult`, masked and cut
+to its token budget.
 
 Reads from one model response run concurrently; writes and external actions run one at a
 time, after the reads, in the order the model gave.
@@ -32,7 +34,7 @@ from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope, idempotency_key
 from app.tools.events import ToolEvents
 from app.tools.flow import ToolGuards
-from app.tools.policy import TurnPolicy, confirm, history, offered
+from app.tools.policy import TurnPolicy, confirm, history, offered, precheck
 from app.tools.registry import RegisteredTool, ToolRegistry
 from app.tools.results import ToolError, ToolResult
 from app.tools.running import run_guarded
@@ -246,6 +248,9 @@ class TurnTools:
             idempotency_key=key,
             services=self.executor.services,
         )
+        refused = await precheck.refusal(spec, ctx, args)
+        if refused is not None:
+            return refused
         found = await history.findings(spec, ctx, args)
         rejected = [f.reason for f in found if f.action == "reject"]
         if rejected:

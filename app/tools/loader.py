@@ -106,6 +106,7 @@ def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
             for r in raw.get("business_rules", ())
         ),
         history_rules=tuple(_history_rule(r) for r in raw.get("history_rules", ())),
+        precheck=raw.get("precheck"),
         confirm=_confirmation(raw.get("confirm")),
         limits_scope=raw.get("limits_scope", defaults.get("limits_scope", "tenant")),
         untrusted_output=bool(raw.get("untrusted_output", False)),
@@ -164,6 +165,8 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
                 (("history_rules", j, "history"), "history function", r.history)
                 for j, r in enumerate(spec.history_rules)
             ]
+            if spec.precheck is not None:
+                targets.append((("precheck",), "precheck", spec.precheck))
             if isinstance(spec.handler, PythonHandler):
                 targets.insert(0, (("handler",), "handler", spec.handler.target))
             for place, what, target in targets:

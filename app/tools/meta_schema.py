@@ -46,6 +46,7 @@ META_SCHEMA: dict[str, Any] = {
                 "intents": {"type": "array", "items": {"type": "string"}},
                 "business_rules": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
                 "history_rules": {"type": "array", "items": {"$ref": "#/$defs/history_rule"}},
+                "precheck": {"type": "string", "pattern": _PYTHON_TARGET},
                 "confirm": {"$ref": "#/$defs/confirm"},
                 "limits_scope": {"enum": ["tenant", "global"]},
                 "untrusted_output": {"type": "boolean"},

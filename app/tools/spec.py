@@ -108,6 +108,9 @@ class ToolSpec:
     idempotent: bool = False
     business_rules: tuple[BusinessRule, ...] = ()
     history_rules: tuple[HistoryRule, ...] = ()
+    # "module:function" called with the arguments before any approval; it raises the
+    # refusal the tool would answer with (app/tools/policy/precheck.py).
+    precheck: str | None = None
     confirm: Confirmation | None = None
     fallback: Fallback | None = None
     intents: tuple[str, ...] = ()

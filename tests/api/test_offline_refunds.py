@@ -71,6 +71,10 @@ async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
         ("query_order_status", "success"),
         ("request_refund", "success"),
     ]
+    # One approval, of the refund that was filed: the amount-less call the backend refuses is
+    # answered by the tool's precheck, not put to an operator first.
+    asked = [e.data["arguments"] for e in events if e.event == "approval.requested"]
+    assert asked == [{"order_id": order_id, "amount": total}]
     assert refunds_of(offline, order_id) == [(round(total * 100), "pending_review")]
     assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
 
@@ -127,3 +131,84 @@ async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
     told = reply_text(events)
     assert "declined" in told and order_id in told and "no refund was filed" in told
     assert _demo(offline, "SELECT id FROM refunds WHERE order_id = ?", order_id) == []
+
+
+def refusals(events: list[SseEvent]) -> list[str]:
+    return [
+        e.data["result"]["error"]["code"]
+        for e in events
+        if e.event == "tool.completed" and e.data["status"] == "error"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "said", "code", "told"),
+    [
+        ("cancelled", "I want {} CNY refunded for order {}", "order_not_refundable", "can't be"),
+        ("pending", "订单{1}退款{0}元", "order_not_paid", "还没有付款"),
+    ],
+)
+async def test_a_refund_the_backend_refuses_gets_its_reason_without_an_operator(
+    offline: LiveService, status: str, said: str, code: str, told: str
+) -> None:
+    [(order_id, customer)] = _demo(
+        offline,
+        "SELECT id, customer_id FROM orders WHERE status = ? ORDER BY id LIMIT 1",
+        status,
+    )
+    session_id = await new_session(offline, customer)
+    # 600 is above the approval limit: before the precheck an operator was asked first.
+    events = await stream_turn(
+        offline.client, session_id, said.format(600, order_id), decide="approve"
+    )
+    assert not [e for e in events if e.event == "approval.requested"]
+    assert refusals(events) == [code]
+    assert told in reply_text(events)
+    assert refunds_of(offline, order_id) == []
+
+
+def unrefunded(svc: LiveService, above_cents: int) -> tuple[str, str]:
+    """A delivered order above `above_cents` with nothing refunded: (order, owner)."""
+    [(order_id, customer)] = _demo(
+        svc,
+        "SELECT id, customer_id FROM orders o WHERE status = 'delivered' AND total_cents > ?"
+        " AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id) ORDER BY id LIMIT 1",
+        above_cents,
+    )
+    return order_id, customer
+
+
+async def test_an_amount_in_kuai_refunds_that_amount(offline: LiveService) -> None:
+    order_id, customer = unrefunded(offline, above_cents=5000)
+    session_id = await new_session(offline, customer)
+    # The classifier is unsure here (refund 0.4 against order status); the amount and 退 say
+    # what the customer wants.
+    events = await stream_turn(offline.client, session_id, f"订单{order_id}有个手机壳裂了，退50块")
+    assert calls(events) == [("request_refund", "success")]
+    assert refunds_of(offline, order_id) == [(5000, "approved")]
+    assert "50.00元" in reply_text(events)
+
+
+async def test_a_second_refund_past_the_limit_on_one_order_asks_an_operator(
+    offline: LiveService,
+) -> None:
+    # 300 + 250 fit the order (the limit is tested, not the total) and pass 500 together.
+    order_id, customer = unrefunded(offline, above_cents=55000)
+    session_id = await new_session(offline, customer)
+    first = await stream_turn(
+        offline.client,
+        session_id,
+        f"Please refund 300 CNY on order {order_id}, the jacket is the wrong colour",
+    )
+    assert calls(first) == [("request_refund", "success")]
+    second = await stream_turn(
+        offline.client,
+        session_id,
+        "And I'd like another 250 CNY back on the same order for the late delivery",
+        decide="approve",
+    )
+    asked = [e.data["arguments"] for e in second if e.event == "approval.requested"]
+    assert asked == [{"order_id": order_id, "amount": 250}]
+    assert calls(second) == [("request_refund", "success")]
+    assert refunds_of(offline, order_id) == [(30000, "approved"), (25000, "approved")]
+    assert "250" in reply_text(second)

@@ -246,3 +246,25 @@ async def refusal(attempt: Callable[[], Awaitable[object]]) -> str:
     with pytest.raises(DemoError) as refused:
         await attempt()
     return refused.value.code
+
+
+async def test_a_refund_refusal_says_what_the_refund_would_answer_and_changes_nothing(
+    store: DemoStore,
+) -> None:
+    before = dump(store.path)
+    who = actor("idem_check")
+
+    async def why(order_id: str, cents: int | None) -> str | None:
+        refused = await store.refund_refusal(who, order_id=order_id, amount_cents=cents)
+        return None if refused is None else refused.code
+
+    assert await why(DELIVERED_ORDER, None) is None  # 89.00: refunded as a whole, at once
+    assert await why(DELIVERED_ORDER, 8901) == "amount_exceeds_total"
+    assert await why(FOREIGN_ORDER, 100) == "order_not_found"
+    assert dump(store.path) == before
+    # The refund itself agrees: what the check lets through is filed, then nothing is left.
+    await store.request_refund(who, order_id=DELIVERED_ORDER, amount_cents=8900, reason=None)
+    assert await why(DELIVERED_ORDER, None) is None  # the same key: the filed one is returned
+    other = actor("idem_check_2")
+    refused = await store.refund_refusal(other, order_id=DELIVERED_ORDER, amount_cents=100)
+    assert refused is not None and refused.code == "order_not_refundable"  # now refunded

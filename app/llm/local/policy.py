@@ -79,6 +79,10 @@ _COMPLAINT_WORD = re.compile(r"投诉|\bcomplain(?:t|ts|ing|ed)?\b", re.I)
 # clearly one ("Before that, what's the status of order …?" reads at 0.98); a story about the
 # courier reads as a tracking question at 0.74 and is the complaint's details.
 _CLEAR_REQUEST = 0.9
+# An amount beside a refund word ("退50块", "another 250 CNY back"): when the classifier is
+# unsure (refund against order status or tracking, both below the threshold), the amount and
+# the word together say it is a refund. Not "退货" (a return): 退 counts only before a number.
+_REFUND_WORD = re.compile(r"退款|退钱|退还|退\s*[¥￥$]?\s*\d|refund|money back|\bback\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,11 @@ class DialoguePolicy:
                 confident = parse.confidence >= self.min_confidence
                 intent = parse.intent if confident else LOW_CONFIDENCE
                 if not confident and _COMPLAINT_WORD.search(turn.text):
-                    intent = "complaint"  # a long complaint with order details reads as anything
+                    # A long complaint with order details reads as anything; a complaint about
+                    # a refund ("the refund took weeks") is not a request to refund again.
+                    intent = "complaint"
+                elif not confident and _unsure_refund(parse, slots, turn.text):
+                    intent = "refund_request"
                 if intent != active:
                     u.memory.new_thread()
                 u.memory.new_request()
@@ -275,6 +283,12 @@ def _filed_refund(messages: Sequence[Mapping[str, Any]], step: Call) -> Exchange
         if (e.arguments or {}).get("order_id") == order_id
     ]
     return filed[-1] if filed else None
+
+
+def _unsure_refund(parse: ParseResult, slots: Mapping[str, str], text: str) -> bool:
+    """An unconfident parse that still ranks refund, with an amount and a refund word."""
+    ranked = any(score.intent == "refund_request" for score in parse.ranking)
+    return ranked and "amount" in slots and _REFUND_WORD.search(text) is not None
 
 
 def _without_slots(text: str, slots: list[Slot]) -> str:

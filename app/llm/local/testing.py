@@ -14,8 +14,11 @@ from app.nlu.types import INTENTS, SLOTS, IntentScore, ParseResult, Slot
 from app.text.language import latest_language
 
 
-def utterance(text: str, intent: str, confidence: float = 0.95, **slots: str) -> ParseResult:
-    """A parse of `text`: each slot value must appear in the text (its offsets are found)."""
+def utterance(
+    text: str, intent: str, confidence: float = 0.95, runner_up: str | None = None, **slots: str
+) -> ParseResult:
+    """A parse of `text`: each slot value must appear in the text (its offsets are found);
+    `runner_up` is the second intent of the ranking (by default the first other label)."""
     if intent not in INTENTS:
         raise ValueError(f"unknown intent {intent!r}")
     found = []
@@ -26,7 +29,7 @@ def utterance(text: str, intent: str, confidence: float = 0.95, **slots: str) ->
         if start < 0:
             raise ValueError(f"slot value {value!r} is not in {text!r}")
         found.append(Slot(name, value, start, start + len(value), value))
-    runner_up = next(i for i in INTENTS if i != intent)
+    runner_up = runner_up or next(i for i in INTENTS if i != intent)
     ranking = [IntentScore(intent, confidence), IntentScore(runner_up, 1.0 - confidence)]
     return ParseResult(
         text=text,
@@ -46,8 +49,15 @@ class ScriptedParser:
         self.unknown_confidence = unknown_confidence
         self.calls: list[str] = []
 
-    def add(self, text: str, intent: str, confidence: float = 0.95, **slots: str) -> None:
-        self._script[text.strip()] = utterance(text.strip(), intent, confidence, **slots)
+    def add(
+        self,
+        text: str,
+        intent: str,
+        confidence: float = 0.95,
+        runner_up: str | None = None,
+        **slots: str,
+    ) -> None:
+        self._script[text.strip()] = utterance(text.strip(), intent, confidence, runner_up, **slots)
 
     def parse(self, text: str) -> ParseResult:
         self.calls.append(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.tools.builtin._demo import actor, demo_store, money, refusals, to_cents
+from app.tools.builtin._demo import actor, demo_store, money, refusals, refuse, to_cents
 from app.tools.context import ToolContext
 from app.tools.policy.history import History, HistoryQuery
 
@@ -24,6 +24,19 @@ async def request_refund(
         "currency": refund.currency,
         "status": refund.status,
     }
+
+
+async def refund_precheck(
+    ctx: ToolContext, order_id: str, amount: float | None = None, reason: str | None = None
+) -> None:
+    """request_refund's precheck (tools.yaml): raises the refusal the refund would get now, so
+    a refund the backend refuses (a cancelled or unpaid order, a missing amount above 500)
+    is answered at once instead of first waiting for a human's approval."""
+    cents = None if amount is None else to_cents(amount)
+    store = demo_store(ctx)
+    refusal = await store.refund_refusal(actor(ctx), order_id=order_id, amount_cents=cents)
+    if refusal is not None:
+        raise refuse(refusal)
 
 
 async def request_return(

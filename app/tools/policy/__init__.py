@@ -2,6 +2,8 @@
 
 1. `offered`: the tool exists and is in this turn's offered set (or the customer confirmed it).
 2. Arguments validate (app/tools/validation.py) and per-call rules pass (app/tools/rules.py).
+   `precheck`: the tool's own check says it would not refuse (a refund of a cancelled order
+   is answered at once, never put to an operator first).
 3. `history`: rules over what was already done (cumulative limits, sequences), fail closed.
 4. `taint`: after untrusted content entered the conversation, actions need an operator.
 5. `confirm`: tools marked `confirm` run only after the customer said yes in the next turn.

@@ -155,6 +155,33 @@ def test_low_confidence_hands_off_politely(parser: ScriptedParser) -> None:
     assert decision == Handoff(t.HANDOFF["low_confidence"]["zh"], "low_confidence")
 
 
+@pytest.mark.parametrize(
+    ("text", "top", "amount", "refund"),
+    [
+        (f"订单{ORDER}有个手机壳裂了，退50块", "order_status", "50", True),
+        (f"Another 250 CNY back on order {ORDER}", "track_shipment", "250", True),
+        (f"订单{ORDER}退货，运费12元", "return_request", "12", False),  # 退货 is a return
+        (f"订单{ORDER}花了50元", "order_status", "50", False),  # an amount, no refund word
+    ],
+)
+def test_an_unsure_parse_with_an_amount_and_a_refund_word_is_a_refund(
+    text: str, top: str, amount: str, refund: bool
+) -> None:
+    parser = ScriptedParser()
+    parser.add(text, top, 0.4, "refund_request", order_id=ORDER, amount=amount)
+    decision = decide(parser, user(text))
+    if refund:
+        assert decision == CallTool(
+            "request_refund", {"order_id": ORDER, "amount": float(amount)}, "refund_request"
+        )
+    else:
+        assert decision == Handoff(t.HANDOFF["low_confidence"][_lang(text)], "low_confidence")
+
+
+def _lang(text: str) -> str:
+    return "zh" if "订单" in text else "en"
+
+
 def test_the_confidence_threshold_is_a_constructor_argument(parser: ScriptedParser) -> None:
     decision = DialoguePolicy(parser, min_confidence=0.25).decide([user("嗯那个呃")], ALL_TOOLS)
     assert decision == AskForSlot(
