@@ -6,9 +6,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-# The gate CI holds: the level hermes/local has reached (160/178 on 2026-12-01), so nothing
-# slips below it; the goal is 0.95 (issue 13), raised here as the agent gets there.
-EVAL_MIN_SUCCESS ?= 0.89
+# The gate CI holds on the whole set (the held-out set's is 0.90, forbidden writes 0):
+# hermes/local passes 178 of 178 (2026-12-01); below 0.95 fails the build.
+EVAL_MIN_SUCCESS ?= 0.95
 
 .PHONY: run test eval install bench clean
 
