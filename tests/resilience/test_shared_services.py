@@ -48,6 +48,23 @@ async def two_services(
         yield a, b
 
 
+@pytest.fixture
+def services(
+    make_settings: Any, tmp_path: Path, demo_template: Path, redis_prefix: str
+) -> Callable[..., contextlib.AbstractAsyncContextManager[Pair]]:
+    """`two_services` for this test: its database files and Redis prefix; both processes on
+    the shared Redis unless `urls` says otherwise."""
+
+    def pair(
+        urls: tuple[str, str] = (REDIS_URL, REDIS_URL), **common: Any
+    ) -> contextlib.AbstractAsyncContextManager[Pair]:
+        return two_services(
+            make_settings, tmp_path, demo_template, urls, redis_prefix=redis_prefix, **common
+        )
+
+    return pair
+
+
 @pytest.fixture(autouse=True)
 def _reset() -> Any:
     REC.reset()
@@ -85,18 +102,10 @@ async def tool_state(svc: LiveService, name: str = "flaky") -> str:
 
 
 async def test_a_tool_breaker_opened_on_one_service_is_open_on_the_other(
-    make_settings: Any,
-    tmp_path: Path,
-    demo_template: Path,
     fake_llm: FakeLLMServer,
-    redis_prefix: str,
+    services: Callable[..., Any],
 ) -> None:
-    async with two_services(
-        make_settings,
-        tmp_path,
-        demo_template,
-        (REDIS_URL, REDIS_URL),
-        redis_prefix=redis_prefix,
+    async with services(
         tools_file=FIXTURE_TOOLS,
         tool_breaker_failures=2,
     ) as (a, b):
@@ -113,17 +122,9 @@ async def test_a_tool_breaker_opened_on_one_service_is_open_on_the_other(
 
 
 async def test_both_services_asking_at_once_get_exactly_one_half_open_probe(
-    make_settings: Any,
-    tmp_path: Path,
-    demo_template: Path,
-    redis_prefix: str,
+    services: Callable[..., Any],
 ) -> None:
-    async with two_services(
-        make_settings,
-        tmp_path,
-        demo_template,
-        (REDIS_URL, REDIS_URL),
-        redis_prefix=redis_prefix,
+    async with services(
         tools_file=FIXTURE_TOOLS,
         tool_breaker_failures=1,
         tool_breaker_open_s=0.05,
@@ -138,18 +139,10 @@ async def test_both_services_asking_at_once_get_exactly_one_half_open_probe(
 
 
 async def test_a_model_breaker_opened_on_one_service_is_open_on_the_other(
-    make_settings: Any,
-    tmp_path: Path,
-    demo_template: Path,
     fake_llm: FakeLLMServer,
-    redis_prefix: str,
+    services: Callable[..., Any],
 ) -> None:
-    async with two_services(
-        make_settings,
-        tmp_path,
-        demo_template,
-        (REDIS_URL, REDIS_URL),
-        redis_prefix=redis_prefix,
+    async with services(
         fallback_models=["openai/backup"],
         model_breaker_failures=2,
         llm_retries=1,
@@ -169,18 +162,10 @@ async def test_a_model_breaker_opened_on_one_service_is_open_on_the_other(
 
 
 async def test_a_tool_rate_limit_is_counted_across_both_services(
-    make_settings: Any,
-    tmp_path: Path,
-    demo_template: Path,
     fake_llm: FakeLLMServer,
-    redis_prefix: str,
+    services: Callable[..., Any],
 ) -> None:
-    async with two_services(
-        make_settings,
-        tmp_path,
-        demo_template,
-        (REDIS_URL, REDIS_URL),
-        redis_prefix=redis_prefix,
+    async with services(
         tools_file=FIXTURE_TOOLS,
     ) as (a, b):
         # `limited` allows one call per 5 s: A's call takes the slot, B's finds none.
@@ -190,22 +175,15 @@ async def test_a_tool_rate_limit_is_counted_across_both_services(
 
 
 async def test_a_redis_cut_leaves_each_service_on_its_own_state_then_sharing_resumes(
-    make_settings: Any,
-    tmp_path: Path,
-    demo_template: Path,
     fake_llm: FakeLLMServer,
-    redis_prefix: str,
     caplog: pytest.LogCaptureFixture,
+    services: Callable[..., Any],
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.resilience.redis_client")
     async with (
         proxied_redis() as (proxy, proxied),
-        two_services(
-            make_settings,
-            tmp_path,
-            demo_template,
+        services(
             (proxied, REDIS_URL),
-            redis_prefix=redis_prefix,
             tools_file=FIXTURE_TOOLS,
             tool_breaker_failures=1,
         ) as (a, b),

@@ -292,20 +292,18 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         )
 
     def _begin(self, conn: Any, *, isolated: bool) -> None:
+        # Lease checks are remembered for the transaction only outside savepoints, whose
+        # rollback would free the lock (app.storage.fence).
+        conn.fences_checked = None if isolated else set()
         if isolated:  # savepoints, one job at a time: no pipeline
             self._control(conn, self.begin_sql)
             return
         self._control_statements += 1
-        conn.fences_checked = set()
         conn.enter_pipeline()
         conn.raw.execute(self.begin_sql)
 
     def _control(self, conn: Any, sql: str) -> None:
         self._control_statements += 1
-        if sql == self.begin_sql:
-            conn.fences_checked = set()
-        elif sql.startswith("SAVEPOINT"):
-            conn.fences_checked = None
         if conn.pipeline is not None:
             if sql == "COMMIT":
                 conn.raw.execute(sql)
