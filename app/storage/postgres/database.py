@@ -341,6 +341,13 @@ class PostgresDatabase(BatchWriter[PgConnection]):
     async def ping(self) -> None:
         await self.fetchone("SELECT 1")
 
+    async def scrub(self, tables: Sequence[str] = ()) -> None:
+        """Erased rows out of the tables now: VACUUM each (dead tuples stay readable in the
+        files until then). The server's WAL and any archive keep them until recycled; their
+        retention is the operator's (docs/operations.md)."""
+        for table in tables:
+            await self.vacuum(table)
+
     async def vacuum(self, table: str) -> None:
         """VACUUM the table on a connection of its own (it can't run in a transaction): the
         index entries of deleted rows — a forgotten memory's trigrams among them — go now, not
