@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.conversation.budgets import Budgets
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.loop import AgentLoop
@@ -73,6 +74,8 @@ class TurnParts:
     turn_timeout_s: float
     # Several processes on one database: a session's turns run where its lease is held.
     leases: SessionLeases | None = None
+    # Token and cost caps, the turn rate per principal; None: nothing is counted.
+    budgets: Budgets | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         context=parts.context,
         memory=parts.memory,
         confirmations=stores.confirmations,
+        budgets=parts.budgets,
     )
     manager = TurnManager(
         turns=stores.turns,
@@ -115,5 +119,6 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         manager=manager,
         bus=bus,
         limits=parts.limits,
+        budgets=parts.budgets,
     )
     return TurnCore(runner, manager, service)

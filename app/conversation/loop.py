@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from app.conversation.budgets import TurnMeter
 from app.errors import UpstreamLLMError
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
@@ -97,6 +98,9 @@ class TurnRun:
     policy: TurnPolicy = field(default_factory=TurnPolicy)
     # Calls the customer has just confirmed: they run first, before the model is asked.
     confirmed_calls: list[RequestedToolCall] = field(default_factory=list)
+    # Token and cost caps (None: no budgets): checked before the first model call and after
+    # each round that asks for tools, so a round that crosses a cap is the turn's last.
+    meter: TurnMeter | None = None
 
 
 @dataclass
@@ -144,6 +148,8 @@ class AgentLoop:
             outcome.rounds += 1
         if self._asks_to_confirm(run, tools, outcome):
             return outcome
+        if run.meter is not None:
+            run.meter.check()  # a queued turn whose session or tenant ran out meanwhile
         while outcome.rounds < self.limits.max_rounds:
             # A tool that keeps failing in this turn is no longer offered.
             run.tools = [t for t in run.tools if t.name not in tools.given_up]
@@ -156,6 +162,8 @@ class AgentLoop:
                     outcome.text = text
                     return outcome
                 case CallTools(calls=calls, text=text):
+                    if run.meter is not None:
+                        run.meter.check()  # over a cap: no tools whose results nobody reads
                     await self._record_calls(run, text, calls)
                     await self._execute(run, tools, calls, outcome.rounds)
                     outcome.rounds += 1
@@ -222,6 +230,9 @@ class AgentLoop:
             raise
         route = routes[-1] if routes else None
         await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
+        if run.meter is not None:
+            answered_by = route.answered_by if route is not None else None
+            await run.meter.add(reply, answered_by or reply.model)
         return reply
 
     async def _execute(

@@ -6,9 +6,10 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
+from app.conversation.budgets import Budgets
 from app.conversation.events import EventBus, Follower
 from app.conversation.manager import TurnManager
-from app.errors import SessionNotFound, TurnFailed, TurnNotFound
+from app.errors import BudgetExceeded, RateLimited, SessionNotFound, TurnFailed, TurnNotFound
 from app.principal import Principal
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
@@ -36,7 +37,9 @@ class ConversationService:
         manager: TurnManager,
         bus: EventBus,
         limits: TurnLimits,
+        budgets: Budgets | None = None,
     ) -> None:
+        self.budgets = budgets
         self.sessions = sessions
         self.turns = turns
         self.messages = messages
@@ -97,6 +100,7 @@ class ConversationService:
     async def post_message(
         self, principal: Principal, session_id: str, content: str, client_message_id: str | None
     ) -> Accepted:
+        await self._admit(principal, session_id, client_message_id)
         accepted = await self.turns.accept(
             tenant_id=principal.tenant_id,
             session_id=session_id,
@@ -113,6 +117,24 @@ class ConversationService:
         if accepted.created:
             self.manager.wake(session_id)
         return accepted
+
+    async def _admit(
+        self, principal: Principal, session_id: str, client_message_id: str | None
+    ) -> None:
+        """The principal's turn rate and the budgets allow a new turn; a retried message (its
+        `client_message_id` already has a turn) is answered with that turn, never refused."""
+        if self.budgets is None:
+            return
+        try:
+            await self.budgets.admit(principal, session_id)
+        except (BudgetExceeded, RateLimited):
+            if client_message_id is None or (
+                await self.turns.by_client_message_id(
+                    principal.tenant_id, session_id, client_message_id
+                )
+                is None
+            ):
+                raise
 
     def follow_turn(self, turn: Turn, after: int | None = None) -> AsyncGenerator[Event | None]:
         """The turn's events from its acceptance (or from after `after`, when that is later)

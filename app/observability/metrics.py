@@ -47,6 +47,13 @@ TOOL_CALLS = Counter(
 TOOL_SECONDS = Histogram(
     "hermes_tool_call_seconds", "Tool call duration by tool.", ["tool"], registry=REGISTRY
 )
+BUDGET_REFUSALS = Counter(
+    "hermes_budget_refusals_total",
+    "Turns refused or ended by a budget or limit, by kind (turn_tokens, turn_cost, "
+    "session_tokens, session_cost, tenant_tokens, tenant_cost, turn_rate, streams).",
+    ["kind"],
+    registry=REGISTRY,
+)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY
