@@ -16,6 +16,7 @@ from app.errors import NLUUnavailable
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
+from app.resilience.concurrency import KeyedCounter
 from app.runtime import Runtime
 from app.storage.audit import AuditStore
 from app.tools.approvals import ApprovalBroker
@@ -44,6 +45,13 @@ def get_principal(
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def get_streams(runtime: RuntimeDep) -> KeyedCounter:
+    return runtime.streams
+
+
+StreamsDep = Annotated[KeyedCounter, Depends(get_streams)]
 
 
 def get_conversation(runtime: RuntimeDep) -> ConversationService:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
-from app.api.deps import ConversationDep, PrincipalDep
+from app.api.deps import ConversationDep, PrincipalDep, StreamsDep
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import ErrorResponse, PostMessage, TurnOut
 
@@ -22,6 +22,12 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
     404: {"model": ErrorResponse, "description": "No such session"},
     409: {"model": ErrorResponse, "description": "A turn is running (busy policy reject)"},
     422: {"model": ErrorResponse, "description": "Invalid body, id or Last-Event-ID / ?after="},
+    429: {
+        "model": ErrorResponse,
+        "description": "Over a budget (budget_exceeded), the key's turn rate (rate_limited), "
+        "its open streams (too_many_streams) or the session's queue (queue_full); "
+        "Retry-After where waiting helps",
+    },
     502: {"model": ErrorResponse, "description": "The turn failed (e.g. the model is down)"},
 }
 
@@ -32,18 +38,28 @@ async def post_message(
     body: PostMessage,
     principal: PrincipalDep,
     conversation: ConversationDep,
+    streams: StreamsDep,
     resume: ResumeAfter,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
     # `resume` is checked before the turn is accepted: a bad Last-Event-ID is a 422 with
     # nothing started. On the stream it skips the turn's events the client already has (a
     # fetch-based SSE client retrying the POST with the same client_message_id).
-    accepted = await conversation.post_message(
-        principal, session_id, body.content, body.client_message_id
-    )
+    # So is the stream cap: a refused stream starts no turn.
+    streamed = sse.wants_event_stream(accept)
+    release = sse.take_slot(streams, principal) if streamed else None
+    try:
+        accepted = await conversation.post_message(
+            principal, session_id, body.content, body.client_message_id
+        )
+    except BaseException:
+        if release is not None:
+            release()
+        raise
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
-    if sse.wants_event_stream(accept):
-        response = sse.stream_response(conversation.follow_turn(accepted.turn, after=resume))
+    if streamed:
+        events = conversation.follow_turn(accepted.turn, after=resume)
+        response = sse.stream_response(events, release)
         response.headers.update(replay)
         return response
     turn, message = await conversation.wait_for_turn(accepted.turn)
@@ -56,13 +72,20 @@ async def post_message(
         200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}},
         404: {"model": ErrorResponse, "description": "No such session"},
         422: {"model": ErrorResponse, "description": "Invalid id or Last-Event-ID / ?after="},
+        429: {"model": ErrorResponse, "description": "Too many open streams for this key"},
     },
 )
 async def session_events(
     session_id: SessionId,
     principal: PrincipalDep,
     conversation: ConversationDep,
+    streams: StreamsDep,
     resume: ResumeAfter,
 ) -> Response:
-    events = await conversation.follow_session(principal, session_id, resume)
-    return sse.stream_response(events)
+    release = sse.take_slot(streams, principal)
+    try:
+        events = await conversation.follow_session(principal, session_id, resume)
+    except BaseException:
+        release()
+        raise
+    return sse.stream_response(events, release)
