@@ -7,7 +7,8 @@ Frames carry `id: <per-session seq>`, `event: <type>` and a JSON `data` object, 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
 
 from fastapi.sse import EventSourceResponse, format_sse_event
 
@@ -23,6 +24,7 @@ HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 # A refused stream is told to retry after this long: streams end when their clients leave.
 STREAM_RETRY_AFTER_S = 5
 Release = Callable[[], None]
+T = TypeVar("T")
 
 
 def encode(event: Event) -> bytes:
@@ -53,6 +55,24 @@ def take_slot(streams: KeyedCounter, principal: Principal) -> Release:
             streams.give_back(key)
 
     return release
+
+
+async def with_slot(
+    streams: KeyedCounter, principal: Principal, streamed: bool, start: Coroutine[Any, Any, T]
+) -> tuple[T, Release | None]:
+    """Take a stream slot (when `streamed`) before `start` runs, so a refused stream starts
+    nothing; give it back if `start` fails. The release goes to `stream_response`."""
+    try:
+        release = take_slot(streams, principal) if streamed else None
+    except TooManyStreams:
+        start.close()  # never run
+        raise
+    try:
+        return await start, release
+    except BaseException:
+        if release is not None:
+            release()
+        raise
 
 
 async def frames(

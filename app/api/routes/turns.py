@@ -47,15 +47,8 @@ async def post_message(
     # fetch-based SSE client retrying the POST with the same client_message_id).
     # So is the stream cap: a refused stream starts no turn.
     streamed = sse.wants_event_stream(accept)
-    release = sse.take_slot(streams, principal) if streamed else None
-    try:
-        accepted = await conversation.post_message(
-            principal, session_id, body.content, body.client_message_id
-        )
-    except BaseException:
-        if release is not None:
-            release()
-        raise
+    posted = conversation.post_message(principal, session_id, body.content, body.client_message_id)
+    accepted, release = await sse.with_slot(streams, principal, streamed, posted)
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
     if streamed:
         events = conversation.follow_turn(accepted.turn, after=resume)
@@ -82,10 +75,6 @@ async def session_events(
     streams: StreamsDep,
     resume: ResumeAfter,
 ) -> Response:
-    release = sse.take_slot(streams, principal)
-    try:
-        events = await conversation.follow_session(principal, session_id, resume)
-    except BaseException:
-        release()
-        raise
+    following = conversation.follow_session(principal, session_id, resume)
+    events, release = await sse.with_slot(streams, principal, True, following)
     return sse.stream_response(events, release)
