@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -44,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._hermes import add_env_option, parse_env, start_hermes
 from bench._load_report import Window, report
+from bench._load_users import customers
 from bench._procs import ROOT, CpuMeter, memory_mb, python, spawn, stop, wait_port_file
 
 RAISED_RATE_LIMIT = 500.0
-TRACKING = r"^[A-Z]{2}\d{9,12}[A-Z]{0,2}$"
 
 
 def parse_args() -> argparse.Namespace:
@@ -65,23 +63,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of Hermes to this file")
     add_env_option(parser)
     return parser.parse_args()
-
-
-def customers(demo_db: Path) -> list[dict[str, Any]]:
-    """Demo customers with at least one order and one trackable parcel, with both lists."""
-    pattern = re.compile(TRACKING)
-    with sqlite3.connect(demo_db) as conn:
-        rows = conn.execute(
-            "SELECT o.customer_id, o.id, s.tracking_number FROM orders o"
-            " LEFT JOIN shipments s ON s.order_id = o.id ORDER BY o.customer_id, o.id"
-        ).fetchall()
-    found: dict[str, dict[str, Any]] = {}
-    for customer, order, parcel in rows:
-        entry = found.setdefault(customer, {"customer": customer, "orders": [], "parcels": []})
-        entry["orders"].append(order)
-        if parcel and pattern.match(parcel):
-            entry["parcels"].append(parcel)
-    return [c for c in found.values() if c["orders"] and c["parcels"]]
 
 
 def tools_file(tmp: Path, raised: bool) -> Path:
