@@ -26,6 +26,7 @@ STILL: dict[str, str] = {
     "hermes_steps_stuck": "needs a step running past HERMES_STEP_STUCK_AFTER_S (the watchdog)",
     "hermes_sse_streams": "a gauge of open streams: back to 0 once the turns' streams close",
     "hermes_sessions_with_worker": "a gauge of busy sessions: 0 once the turns are over",
+    "hermes_db_writer_connections": "a gauge of the writer connections, fixed at start-up",
     "hermes_fanout_received": "needs a second process publishing through the same Redis",
     "hermes_fanout_polling": "a gauge, 1 only while Redis is away",
     "hermes_fanout_polling_seconds": "needs a Redis outage",
