@@ -40,10 +40,10 @@ import yaml
 # Run as a file, `bench` and `app` come from this checkout (not from whatever is installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._hermes import add_env_option, parse_env, start_hermes
+from bench._hermes import add_env_option, parse_env, start_on_rule_model
 from bench._load_report import Window, report
 from bench._load_users import customers
-from bench._procs import ROOT, CpuMeter, memory_mb, python, spawn, stop, wait_port_file
+from bench._procs import ROOT, CpuMeter, memory_mb, python, spawn, stop
 
 RAISED_RATE_LIMIT = 500.0
 
@@ -93,21 +93,14 @@ async def main() -> None:
     extra = parse_env(args.env)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        port_file = tmp / "llm.port"
-        fake_args = ["bench/_fake_llm.py", "--port-file", str(port_file), "--rules"]
-        fake = spawn(python(*fake_args, "--delay", str(args.model_delay)), {}, tmp / "llm.log")
-        procs.append(fake)
-        api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
-        hermes = await start_hermes(
+        fake, hermes = await start_on_rule_model(
             tmp,
-            api_base,
+            args.model_delay,
             extra,
+            procs,
             HERMES_DEMO_DB_PATH=str(demo),
             HERMES_TOOLS_FILE=str(tools_file(tmp, args.raised_tool_limits)),
-            # A model failure is a failed turn here, not a degraded answer from hermes/local.
-            HERMES_LOCAL_FALLBACK="false",
         )
-        procs.append(hermes.proc)
         await warm_up(hermes.url, people[0])
 
         start_at = time.time() + 2.0  # the generators' start-up

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import csv
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._hermes import add_env_option, parse_env, start_hermes
-from bench._procs import CpuMeter, memory_mb, python, spawn, stop, wait_port_file
+from bench._hermes import add_env_option, parse_env, start_on_rule_model
+from bench._procs import CpuMeter, memory_mb, spawn, stop
 from bench.load import warm_up
 
 TURN = "turn "  # the locustfile's turn entries; `ttfd ` ones are reported, not gated
@@ -97,21 +98,11 @@ async def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="hermes-load-ci-"))
     demo = tmp / "demo.db"
     regenerate(demo)
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        port_file = tmp / "llm.port"
-        fake_args = ["bench/_fake_llm.py", "--port-file", str(port_file), "--rules"]
-        fake = spawn(python(*fake_args, "--delay", str(args.model_delay)), {}, tmp / "llm.log")
-        procs.append(fake)
-        api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
-        hermes = await start_hermes(
-            tmp,
-            api_base,
-            parse_env(args.env),
-            HERMES_DEMO_DB_PATH=str(demo),
-            HERMES_LOCAL_FALLBACK="false",  # a model failure is a failed turn, not a local reply
+        _fake, hermes = await start_on_rule_model(
+            tmp, args.model_delay, parse_env(args.env), procs, HERMES_DEMO_DB_PATH=str(demo)
         )
-        procs.append(hermes.proc)
         await warm_up(hermes.url, customers(demo)[0])
         rate = args.users / max(args.spawn_s, 0.1)
         command = [

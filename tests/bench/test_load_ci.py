@@ -17,7 +17,7 @@ from app.llm.testing import FakeLLMServer, Hang, Reply
 from app.testing import LiveService, serve
 from bench._locust_turns import TurnReading, read_turn
 from bench.load_ci import Entry, verdict
-from tests.bench.test_load_users import closed_port
+from tests.bench.test_load_users import dead_model
 from tests.conftest import new_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,8 +54,7 @@ async def test_a_turn_is_timed_to_turn_completed_and_its_first_delta_is_reported
 async def test_a_failed_turn_and_a_turn_that_never_ends_are_failures(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
-    dead = make_settings(model_api_base=f"http://127.0.0.1:{closed_port()}/v1", llm_retries=0)
-    async with serve(dead) as svc:
+    async with serve(dead_model(make_settings)) as svc:
         session_id = await new_session(svc, "cust_0001")
         reading = await asyncio.to_thread(post_turn, svc, session_id, "hello", 10)
         assert reading.failure == "turn.failed: llm_unreachable"
