@@ -16,6 +16,7 @@ from typing import TextIO
 import httpx
 
 from app.chat.client import Answer, Frame, HermesClient
+from app.events import EventType
 
 PROMPT = "you> "
 HELP = """\
@@ -140,36 +141,36 @@ class Chat:
             self.last_seq = max(self.last_seq, frame.seq)
         data = frame.data
         match frame.event:
-            case "message.delta":
+            case EventType.MESSAGE_DELTA:
                 if not self._open_line:
                     self.write("hermes> ")
                     self._open_line = True
                 self._streamed = True
                 self.write(str(data.get("text", "")))
-            case "message.completed":
+            case EventType.MESSAGE_COMPLETED:
                 author = data.get("author")
                 if author and author != "assistant":
                     self.line(f"{author}> {data.get('text', '')}")
                 elif not self._streamed:
                     self.line(f"hermes> {data.get('text', '')}")
                 self._streamed = False
-            case "turn.queued":
+            case EventType.TURN_QUEUED:
                 self.line(f"[queued behind {data.get('ahead', '?')} turn(s)]")
-            case "tool.started":
+            case EventType.TOOL_STARTED:
                 self.line(f"[tool] {data.get('tool')} ...")
-            case "tool.completed":
+            case EventType.TOOL_COMPLETED:
                 code = ((data.get("result") or {}).get("error") or {}).get("code")
                 status = f"{data.get('status')} ({code})" if code else str(data.get("status"))
                 self.line(f"[tool] {data.get('tool')}: {status}")
-            case "approval.requested":
+            case EventType.APPROVAL_REQUESTED:
                 self.approval(data)
-            case "approval.resolved":
+            case EventType.APPROVAL_RESOLVED:
                 self.line(f"[approval] {data.get('tool')}: {data.get('status')}")
-            case "turn.completed":
+            case EventType.TURN_COMPLETED:
                 if self._open_line:
                     self.line("")
                 return True
-            case "turn.failed":
+            case EventType.TURN_FAILED:
                 if data.get("code") == "cancelled":
                     self.line("[turn cancelled]")
                 else:
