@@ -116,11 +116,8 @@ class Settings(BaseSettings):
     budget_session_cost: float = Field(0.0, ge=0)
     budget_tenant_daily_tokens: int = Field(0, ge=0)
     budget_tenant_daily_cost: float = Field(0.0, ge=0)
-    # Per model: [input, output] price per million tokens; models not named here are priced
-    # from LiteLLM's bundled price map (hermes/local costs nothing).
-    model_prices: dict[str, tuple[Annotated[float, Field(ge=0)], Annotated[float, Field(ge=0)]]] = (
-        Field(default_factory=dict)
-    )
+    # Prices per model: `model_prices` (below); budgets price other models from LiteLLM's
+    # bundled price map (hermes/local costs nothing).
     # Turns one principal (API key) may start per minute, shared through Redis when set.
     turn_rate_per_minute: int = Field(0, ge=0)
     # Event streams (SSE) one principal may hold open at once, per process.
@@ -193,8 +190,15 @@ class Settings(BaseSettings):
     # -- observability --------------------------------------------------------------------------
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
+    # Tenants with a label of their own on per-tenant metrics; later ones share `other`.
+    metrics_max_tenants: int = Field(50, ge=0, le=1000)
+    # Model prices for hermes_llm_cost_usd_total, one `model=prompt/completion` per entry in US
+    # dollars per million tokens, e.g. `openai/gpt-4o-mini=0.15/0.60`; unlisted models cost 0.
+    model_prices: CommaList = Field(default_factory=list)
 
-    @field_validator("fallback_models", "cors_origins", "api_keys", "demo_tenants", mode="before")
+    @field_validator(
+        "fallback_models", "cors_origins", "api_keys", "demo_tenants", "model_prices", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -252,6 +256,18 @@ class Settings(BaseSettings):
                 raise ValueError("API keys must be at least 16 characters")
         return value
 
+    @field_validator("model_prices")
+    @classmethod
+    def _prices_shape(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            _price(entry)
+        return value
+
+    @property
+    def model_price_table(self) -> dict[str, tuple[float, float]]:
+        """Model -> (prompt, completion) US dollars per million tokens."""
+        return dict(_price(entry) for entry in self.model_prices)
+
     @model_validator(mode="after")
     def _lease_renewed_in_time(self) -> Settings:
         if self.session_lease_renew_s >= self.session_lease_s:
@@ -281,6 +297,20 @@ class Settings(BaseSettings):
         if config_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
+
+
+def _price(entry: str) -> tuple[str, tuple[float, float]]:
+    model, sep, prices = entry.rpartition("=")
+    prompt, slash, completion = prices.partition("/")
+    try:
+        pair = (float(prompt), float(completion))
+    except ValueError:
+        pair = (-1.0, -1.0)
+    if not sep or not model.strip() or not slash or not all(0 <= p < 1e6 for p in pair):
+        raise ValueError(
+            f"each price must be 'model=prompt/completion' in USD per million tokens, got {entry!r}"
+        )
+    return model.strip(), pair
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -95,9 +95,9 @@ class TurnMeter:
     session: Usage
     tenant: Usage
 
-    async def add(self, reply: ModelReply, model: str | None) -> None:
+    async def add(self, reply: ModelReply, model: str) -> None:
         self.used.tokens += reply.prompt_tokens + reply.completion_tokens
-        if self.config.priced and model is not None:
+        if self.config.priced:
             price = await self.prices.of(model)
             self.used.cost += price.of(reply.prompt_tokens, reply.completion_tokens)
 

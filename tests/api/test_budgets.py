@@ -182,7 +182,7 @@ async def test_cost_caps_use_the_configured_price(
     budget_settings: Any, fake_llm: FakeLLMServer, usage_rows: Any
 ) -> None:
     # 1000 and 2000 per million tokens: 0.001 per prompt token, 0.002 per completion token.
-    prices = {"openai/test-model": (1000.0, 2000.0)}
+    prices = ["openai/test-model=1000/2000"]
     settings = budget_settings(model_prices=prices, budget_turn_cost=0.25, budget_session_cost=0.3)
     async with serve(settings) as svc:
         session_id = await session(svc)
