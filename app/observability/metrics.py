@@ -81,13 +81,24 @@ TOOL_CALLS = Counter(
 TOOL_SECONDS = Histogram(
     "hermes_tool_call_seconds", "Tool call duration by tool.", ["tool"], registry=REGISTRY
 )
+BUDGET_KINDS = (
+    "turn_tokens",
+    "turn_cost",
+    "session_tokens",
+    "session_cost",
+    "tenant_tokens",
+    "tenant_cost",
+    "turn_rate",
+    "streams",
+)
 BUDGET_REFUSALS = Counter(
     "hermes_budget_refusals_total",
-    "Turns refused or ended by a budget or limit, by kind (turn_tokens, turn_cost, "
-    "session_tokens, session_cost, tenant_tokens, tenant_cost, turn_rate, streams).",
+    "Turns refused or ended by a budget or limit, by kind (" + ", ".join(BUDGET_KINDS) + ").",
     ["kind"],
     registry=REGISTRY,
 )
+for _kind in BUDGET_KINDS:  # every kind shows, at 0, before its first refusal
+    BUDGET_REFUSALS.labels(kind=_kind)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY
