@@ -219,7 +219,7 @@ class HandoffStore(Store):
                 tenant_id=tenant_id,
                 actor=agent,
                 role=role,
-                action="handoff.claimed",
+                action="handoff.claim",
                 target_id=handoff.id,
                 session_id=session_id,
                 details={"waited_s": round(waited, 3)},
@@ -248,7 +248,7 @@ class HandoffStore(Store):
                 tenant_id=tenant_id,
                 actor=agent,
                 role=role,
-                action="handoff.released",
+                action="handoff.release",
                 target_id=handoff.id,
                 session_id=session_id,
             )
