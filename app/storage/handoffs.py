@@ -196,15 +196,17 @@ class HandoffStore(Store):
 
         return await self.transact(request)
 
-    async def claim(self, tenant_id: str, session_id: str, agent: str, role: str) -> Handoff:
+    async def claim(
+        self, tenant_id: str, session_id: str, agent: str, role: str
+    ) -> tuple[Handoff, bool]:
         """The agent takes the session: the bot is paused. Claiming one's own claim again is
-        harmless; another agent's is a conflict. Audited."""
+        harmless (False: nothing changed); another agent's is a conflict. Audited."""
 
-        def claim(tx: Tx) -> Handoff:
+        def claim(tx: Tx) -> tuple[Handoff, bool]:
             handoff = _open_of(tx, tenant_id, session_id)
             if handoff.status == "claimed":
                 if handoff.claimed_by == agent:
-                    return handoff
+                    return handoff, False
                 raise HandoffConflict("another agent holds this session", session_id=session_id)
             row = tx.one(
                 f"UPDATE handoffs SET status = 'claimed', claimed_by = ?, claimed_at = ?"
@@ -224,7 +226,7 @@ class HandoffStore(Store):
                 session_id=session_id,
                 details={"waited_s": round(waited, 3)},
             )
-            return claimed
+            return claimed, True
 
         return await self.transact(claim)
 

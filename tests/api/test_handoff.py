@@ -268,15 +268,27 @@ async def test_an_unclaimed_handoff_ends_in_a_ticket_and_a_call_back(
         assert fake_llm.requests == []
 
 
+def sample(metrics: str, name: str) -> float:
+    """The value of one series in a /metrics text (0 when it has no sample yet)."""
+    for line in metrics.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
 async def test_the_queue_gauge_and_the_wait_histogram_move(svc: LiveService) -> None:
-    session_id = await new_session(svc)
-    await ask(svc, session_id)
+    claimed = 'hermes_handoff_wait_seconds_count{outcome="claimed"}'
+    before = sample((await svc.client.get("/metrics")).text, claimed)
+    sessions = [await new_session(svc, f"u{i}") for i in range(2)]
+    for session_id in sessions:
+        await ask(svc, session_id)
     metrics = (await svc.client.get("/metrics")).text
-    assert "hermes_handoff_queue_length 1.0" in metrics
-    await claim(svc, session_id, AS_AGENT)
+    assert sample(metrics, "hermes_handoff_queue_length") == 2
+    await claim(svc, sessions[0], AS_AGENT)
+    await claim(svc, sessions[0], AS_AGENT)  # again: no second wait
     metrics = (await svc.client.get("/metrics")).text
-    assert "hermes_handoff_queue_length 0.0" in metrics
-    assert 'hermes_handoff_wait_seconds_count{outcome="claimed"}' in metrics
+    assert sample(metrics, "hermes_handoff_queue_length") == 1
+    assert sample(metrics, claimed) == before + 1
 
 
 # -- wrap-up --------------------------------------------------------------------------------------
