@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.conversation.handoff import HandoffDesk
+from app.conversation.service import Held
 from app.llm.testing import Reply
 from app.principal import LOCAL, Principal
-from app.storage.records import Message
 from app.storage.turns import Accepted
 from tests.conversation.core import Core, open_core
 
@@ -54,8 +54,8 @@ async def test_while_held_a_customer_message_is_no_turn_and_the_agent_is_heard_l
         await desk.agent_says(AGENT, session_id, "Ana here, I refunded it.", None)
 
         held = await core.service.post_message(LOCAL, session_id, "thanks Ana", None)
-        assert isinstance(held, Message) and held.role == "user"
-        assert held.metadata["author"] == "customer"
+        assert isinstance(held, Held) and held.message.role == "user"
+        assert held.message.metadata["author"] == "customer"
         latest = await core.turns.latest(session_id)
         assert latest is not None and latest.id == first.turn.id, "a turn was created"
         kinds = [e.type for e in await core.log(session_id)]
