@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
-from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
+from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
 from app.api.routes import (
     approvals,
     handoffs,
@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type", "Last-Event-ID"],
         )
+    app.add_middleware(SessionLaneMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware)
     return app
