@@ -217,16 +217,7 @@ class HandoffStore(Store):
             claimed = Handoff.from_row(row)
             waited = tx.now - handoff.requested_at
             tx.emit(session_id, tenant_id, *events.handoff_claimed(handoff.id, agent, waited))
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=agent,
-                role=role,
-                action="handoff.claim",
-                target_id=handoff.id,
-                session_id=session_id,
-                details={"waited_s": round(waited, 3)},
-            )
+            _audit(tx, handoff, agent, role, "handoff.claim", {"waited_s": round(waited, 3)})
             return claimed, True
 
         return await self.transact(claim)
@@ -246,15 +237,7 @@ class HandoffStore(Store):
                     session_id=session_id,
                 )
             released = _end(tx, handoff, "released", agent)
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=agent,
-                role=role,
-                action="handoff.release",
-                target_id=handoff.id,
-                session_id=session_id,
-            )
+            _audit(tx, handoff, agent, role, "handoff.release")
             return released
 
         return await self.transact(release)
@@ -405,6 +388,26 @@ def _expire(tx: Tx, *, handoff: Handoff, fallback: Callable[[Handoff, str], str]
     text = fallback(handoff, ticket)
     say(tx, handoff, text, author="bot", kind="handoff_fallback", ticket_id=ticket)
     return Handoff.from_row(row)
+
+
+def _audit(
+    tx: Tx,
+    handoff: Handoff,
+    actor: str,
+    role: str,
+    action: str,
+    details: dict[str, Any] | None = None,
+) -> None:
+    audit.record(
+        tx,
+        tenant_id=handoff.tenant_id,
+        actor=actor,
+        role=role,
+        action=action,
+        target_id=handoff.id,
+        session_id=handoff.session_id,
+        details=details,
+    )
 
 
 def _end(tx: Tx, handoff: Handoff, status: HandoffStatus, actor: str) -> Handoff:
