@@ -22,11 +22,12 @@ from app.testing import LiveService, SseEvent, read_events, serve
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 
-CUSTOMER, AGENT, AGENT_B, OPERATOR = (
+CUSTOMER, AGENT, AGENT_B, OPERATOR, STRANGER = (
     "acme-customer-key-01",
     "acme-agent-key-0001",
     "acme-agent-key-0002",
     "acme-operator-key-1",
+    "other-agent-key-001",
 )
 
 
@@ -45,6 +46,7 @@ def desk_settings(make_settings: Any, **overrides: Any) -> Any:
             f"acme:agent:{AGENT}",
             f"acme:agent:{AGENT_B}",
             f"acme:operator:{OPERATOR}",
+            f"other:agent:{STRANGER}",
         ],
         demo_tenants=["acme"],
         **overrides,
@@ -157,6 +159,10 @@ async def test_claims_need_the_agent_role_and_one_agent_at_a_time(svc: LiveServi
     await ask(svc, session_id)
     assert_error(await claim(svc, session_id, AS_CUSTOMER), 403, "forbidden")
     assert_error(await svc.client.get("/v1/handoffs"), 403, "forbidden")
+    # Another tenant's agent neither sees nor takes it: the session does not exist for them.
+    assert_error(await claim(svc, session_id, auth(STRANGER)), 404, "session_not_found")
+    theirs = await svc.client.get("/v1/handoffs", headers=auth(STRANGER))
+    assert theirs.status_code == 200 and theirs.json()["data"] == []
 
     claimed = await claim(svc, session_id, AS_AGENT)
     assert claimed.status_code == 200, claimed.text
