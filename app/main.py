@@ -15,6 +15,7 @@ from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
 from app.api.routes import (
     approvals,
+    audit,
     handoffs,
     health,
     mcp,
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(nlu.router)
     app.include_router(memories.router)
     app.include_router(mcp.router)
+    app.include_router(audit.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
