@@ -9,11 +9,12 @@ drifting apart.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.conversation.budgets import Budgets
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
+from app.conversation.handoff import HandoffConfig, HandoffDesk
 from app.conversation.loop import AgentLoop
 from app.conversation.manager import TurnManager
 from app.conversation.ownership import SessionLeases
@@ -23,12 +24,14 @@ from app.conversation.understanding import DualChannel
 from app.memory.port import TurnMemory
 from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
+from app.storage.handoffs import HandoffStore
 from app.storage.messages import MessageStore
 from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
 from app.storage.steps import StepStore
+from app.storage.summaries import SummaryStore
 from app.storage.turns import TurnStore
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
@@ -45,6 +48,8 @@ class TurnStores:
     snapshots: SnapshotStore
     steps: StepStore
     confirmations: ConfirmationStore
+    handoffs: HandoffStore
+    summaries: SummaryStore
 
     @classmethod
     def on(cls, db: Database, publish: Callable[[list[Event]], None]) -> TurnStores:
@@ -56,6 +61,8 @@ class TurnStores:
             snapshots=SnapshotStore(db, publish),
             steps=StepStore(db, publish),
             confirmations=ConfirmationStore(db, publish),
+            handoffs=HandoffStore(db, publish),
+            summaries=SummaryStore(db, publish),
         )
 
 
@@ -76,6 +83,7 @@ class TurnParts:
     leases: SessionLeases | None = None
     # Token and cost caps, the turn rate per principal; None: nothing is counted.
     budgets: Budgets | None = None
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
 
 
 @dataclass(frozen=True)
@@ -83,11 +91,20 @@ class TurnCore:
     runner: TurnRunner
     manager: TurnManager
     service: ConversationService
+    desk: HandoffDesk
 
 
 def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
     """Runner, manager and service over `stores`. Nothing runs until the caller resumes queued
     turns (`manager.resume_queued()`) or posts a message."""
+    desk = HandoffDesk(
+        handoffs=stores.handoffs,
+        summaries=stores.summaries,
+        sessions=stores.sessions,
+        model=parts.loop.model,
+        config=parts.handoff,
+        system_prompt=parts.runner_config.system_prompt,
+    )
     runner = TurnRunner(
         turns=stores.turns,
         messages=stores.messages,
@@ -102,6 +119,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         memory=parts.memory,
         confirmations=stores.confirmations,
         budgets=parts.budgets,
+        ended=desk,
     )
     manager = TurnManager(
         turns=stores.turns,
@@ -120,5 +138,6 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         bus=bus,
         limits=parts.limits,
         budgets=parts.budgets,
+        desk=desk,
     )
-    return TurnCore(runner, manager, service)
+    return TurnCore(runner, manager, service, desk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from app import events
 from app.conversation import confirmation
@@ -56,6 +57,13 @@ def asks_the_user(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
+class TurnEnded(Protocol):
+    """Told once a turn has completed, with what the customer's words asked for (the handoff
+    desk: a person, or the end of the contact)."""
+
+    async def turn_ended(self, turn: Turn, intent: str | None, language: str | None) -> None: ...
+
+
 class TurnRunner:
     """Every collaborator is required: a deployment without one passes its null object
     (`NullMemory` from app.memory.testing, `DualChannel(None, 1.0)` without NLU), so the turn
@@ -76,8 +84,10 @@ class TurnRunner:
         context: ContextBuilder,
         memory: TurnMemory,
         confirmations: ConfirmationStore,
+        ended: TurnEnded | None = None,
         budgets: Budgets | None = None,
     ) -> None:
+        self.ended = ended
         self.budgets = budgets
         self.context = context
         self.history = SessionHistory(
@@ -260,6 +270,9 @@ class TurnRunner:
                 ],
                 self.config.step_queue_max_depth,
             )
+        if self.ended is not None and understanding is not None and understanding.confident:
+            result = understanding.result
+            await self.ended.turn_ended(turn, result.intent, result.language)
         return outcome
 
     def forget(self, session_id: str) -> None:
