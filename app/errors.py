@@ -102,6 +102,12 @@ class Forbidden(HermesError):
     code = "forbidden"
 
 
+class CsrfFailed(Forbidden):
+    """A state-changing request signed in by the desk's cookie without its CSRF token."""
+
+    code = "csrf_failed"
+
+
 # -- the request conflicts with the current state ---------------------------------------------
 
 

@@ -112,6 +112,12 @@ class Settings(BaseSettings):
     auth: Literal["off", "api_key"] = "off"
     # Each entry is "tenant:role:key" (role is agent, operator or admin).
     api_keys: CommaList = Field(default_factory=list)
+    # Signs the desk's session cookies and the stream tokens (HMAC-SHA256). Unset: a random
+    # secret per process, so tokens die with the process and other processes refuse them; set
+    # it (the same on every process) when several serve one deployment.
+    auth_secret: SecretStr | None = Field(None, min_length=32)
+    stream_token_ttl_s: int = Field(300, ge=10, le=86400)  # the longest a stream token lives
+    desk_session_ttl_s: int = Field(8 * 3600, ge=60, le=7 * 86400)  # a desk sign-in
 
     # -- tools ----------------------------------------------------------------------------------
     tools_file: Path = PROJECT_ROOT / "tools.yaml"
@@ -282,7 +288,7 @@ def config_error(exc: ValidationError) -> ConfigError:
 
 
 # Values never echoed in an error: they may hold credentials (a Redis URL's password).
-_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url"})
+_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url", "auth_secret"})
 
 
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
-from app.api.deps import ConversationDep, PrincipalDep
+from app.api.deps import ConversationDep, PrincipalDep, StreamPrincipalDep
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import ErrorResponse, PostMessage, TurnOut
 
@@ -54,13 +54,15 @@ async def post_message(
     "/{session_id}/events",
     responses={
         200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}},
+        401: {"model": ErrorResponse, "description": "No, unknown or expired credentials"},
+        403: {"model": ErrorResponse, "description": "A stream token for another session"},
         404: {"model": ErrorResponse, "description": "No such session"},
         422: {"model": ErrorResponse, "description": "Invalid id or Last-Event-ID / ?after="},
     },
 )
 async def session_events(
     session_id: SessionId,
-    principal: PrincipalDep,
+    principal: StreamPrincipalDep,
     conversation: ConversationDep,
     resume: ResumeAfter,
 ) -> Response:
