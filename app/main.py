@@ -16,6 +16,7 @@ from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
 from app.api.routes import (
     approvals,
     credentials,
+    handoffs,
     health,
     mcp,
     memories,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(sessions.router)
     app.include_router(turns.router)
     app.include_router(approvals.router)
+    app.include_router(handoffs.router)
     app.include_router(tools.router)
     app.include_router(steps.router)
     app.include_router(nlu.router)

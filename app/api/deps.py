@@ -14,6 +14,7 @@ from fastapi import Depends, Header, Query, Request
 from app.api.auth import Authenticator
 from app.api.params import SessionId
 from app.api.tokens import TokenSigner
+from app.conversation.handoff import HandoffDesk
 from app.conversation.service import ConversationService
 from app.errors import CsrfFailed, Forbidden, NLUUnavailable, Unauthorized
 from app.memory.service import MemoryService
@@ -124,6 +125,13 @@ def get_conversation(runtime: RuntimeDep) -> ConversationService:
 
 
 ConversationDep = Annotated[ConversationService, Depends(get_conversation)]
+
+
+def get_desk(runtime: RuntimeDep) -> HandoffDesk:
+    return runtime.desk
+
+
+DeskDep = Annotated[HandoffDesk, Depends(get_desk)]
 
 
 def get_tools(runtime: RuntimeDep) -> ToolExecutor:

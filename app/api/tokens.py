@@ -70,8 +70,9 @@ class TokenSigner:
         """The token's claims, or `Unauthorized` (forged, another kind, malformed, expired)."""
         payload, _, mac = token.partition(".")
         try:
-            good = hmac.compare_digest(_unb64(mac), self._mac(kind, payload))
-            body = json.loads(_unb64(payload)) if good else None
+            if not hmac.compare_digest(_unb64(mac), self._mac(kind, payload)):
+                raise ValueError("bad signature")
+            body = json.loads(_unb64(payload))
             principal = Principal(tenant_id=body["t"], role=body["r"], subject=body["s"])
             claims = Claims(principal, int(body["e"]), str(body["n"]), body["sid"])
         except (ValueError, TypeError, KeyError, binascii.Error):
