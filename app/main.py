@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
-from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
+from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
 from app.api.routes import (
     approvals,
     credentials,
@@ -91,6 +91,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
             # Without these a script on another origin cannot read them from a response.
             expose_headers=list(EXPOSED_HEADERS),
         )
+    app.add_middleware(SessionLaneMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware)
     return app

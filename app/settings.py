@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     # unset, Hermes stores everything in the SQLite file at db_path.
     database_url: SecretStr | None = None
     db_pool_size: int = Field(4, ge=1, le=64)  # PostgreSQL read connections per process
+    # PostgreSQL writer connections per process, each on its own thread; a session's writes
+    # always take the same one (app.storage.writer). SQLite always writes on one.
+    db_write_connections: int = Field(4, ge=1, le=32)
     db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
     # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
     # set. Every key Hermes writes starts with `redis_prefix`.

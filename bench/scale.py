@@ -83,7 +83,7 @@ class Result:
     redis_cores: float
     driver_cores: float  # the load generator and the fake model
     machine_cores: float  # everything this machine ran, this bench or not
-    writer_busy: float | None  # share of the window the database writer was running batches
+    writer_busy: float | None  # share of the window the database writers were running batches
 
     @property
     def cpu_ms_per_turn(self) -> float:
@@ -92,12 +92,17 @@ class Result:
 
 
 async def writer_busy_s(url: str) -> float:
+    """Seconds the writer connections spent running batches, per connection."""
     async with httpx.AsyncClient(timeout=10) as client:
         text = (await client.get(f"{url}/metrics")).text
+    found = {}
     for line in text.splitlines():
-        if line.startswith("hermes_db_writer_busy_seconds_total "):
-            return float(line.split()[1])
-    return 0.0
+        name, _, value = line.partition(" ")
+        if name in ("hermes_db_writer_busy_seconds_total", "hermes_db_writer_connections"):
+            found[name] = float(value)
+    return found.get("hermes_db_writer_busy_seconds_total", 0.0) / max(
+        1.0, found.get("hermes_db_writer_connections", 1.0)
+    )
 
 
 def drop_redis_prefix(prefix: str) -> None:
@@ -268,7 +273,8 @@ async def main() -> None:
         )
     print("(cores used in the measured window: hermes = its processes, pg = the PostgreSQL")
     print(" server, driver = the load generator and the fake model, machine = all busy CPU;")
-    print(" writer = share of the time the database writer thread was running write batches)")
+    print(" writer = share of the time the database writers were running write batches, mean")
+    print(" over the writer connections)")
     base = next((r for r in results if r.name.endswith("SQLite")), None)
     if base is not None and base.turns_per_s > 0:
         for r in results[1:]:

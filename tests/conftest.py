@@ -103,7 +103,12 @@ async def open_db(database_url: str | None, tmp_path: Path) -> AsyncIterator[Any
                 tmp_path / name, migrations_dir=PROJECT_ROOT / "migrations", **sqlite_options
             )
         else:
-            db = PostgresDatabase(database_url, migrations_dir=PROJECT_ROOT / "migrations/postgres")
+            # Several writer connections, as a service runs with (HERMES_DB_WRITE_CONNECTIONS).
+            db = PostgresDatabase(
+                database_url,
+                migrations_dir=PROJECT_ROOT / "migrations/postgres",
+                write_connections=4,
+            )
         await db.open()
         opened.append(db)
         return db

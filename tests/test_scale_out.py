@@ -7,7 +7,9 @@ driven over HTTP only, as a load balancer would spread a call centre's browsers 
 - messages posted to one session through A, B and C at the same moment: the busy policy
   (`reject`, the default) accepts one and answers 409 `session_busy` to the others, and exactly
   one model call runs;
-- the session's lease row names the one process that ran its turns.
+- the session's lease row names the one process that ran its turns;
+- with the busy policy `enqueue`, messages posted through two processes at once are all
+  accepted and run one after the other, in the order they were accepted, by one owner.
 
 The processes are started once for the module (each start costs a couple of seconds); every
 test works on sessions of its own. The fake model's `Gate` holds a reply half-way, so "in
@@ -16,6 +18,7 @@ flight" is a state the test controls, not a race it hopes to win."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -48,14 +51,14 @@ class Cluster:
     bases: list[str]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("scale-out")
+@contextlib.contextmanager
+def start_cluster(tmp: Path, demo_template: Path, names: str, **settings: str) -> Iterator[Cluster]:
+    """`hermes serve` per letter of `names` on one fresh database and Redis prefix."""
     with FakeLLMServer() as llm, fresh_database() as url, key_prefix() as prefix:
         procs: list[subprocess.Popen[bytes]] = []
         bases: list[str] = []
         try:
-            for name in "abc":
+            for name in names:
                 port = free_port()
                 env = hermes_env(
                     llm.url,
@@ -67,6 +70,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> It
                     HERMES_DELTA_FLUSH_MS="0",
                     # (The demo dataset is one SQLite file per process.)
                     HERMES_DEMO_DB_PATH=str(copy_demo(demo_template, tmp / f"demo-{name}.db")),
+                    **settings,
                 )
                 procs.append(spawn_hermes(["serve", "--port", str(port)], env, tmp / f"{name}.log"))
                 bases.append(f"http://127.0.0.1:{port}")
@@ -75,7 +79,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> It
                 await asyncio.gather(
                     *(
                         wait_healthy(base, proc, tmp / f"{name}.log")
-                        for base, proc, name in zip(bases, procs, "abc", strict=True)
+                        for base, proc, name in zip(bases, procs, names, strict=True)
                     )
                 )
 
@@ -83,6 +87,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> It
             yield Cluster(llm, url, procs, bases)
         finally:
             stop(procs)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> Iterator[Cluster]:
+    with start_cluster(tmp_path_factory.mktemp("scale-out"), demo_template, "abc") as started:
+        yield started
 
 
 @pytest.fixture
@@ -191,6 +201,63 @@ async def test_posts_to_one_session_through_every_process_at_once_run_one_turn(
         owner, token = await _released(cluster, session_id)
         assert (_pid(owner), token) == (pids[accepted], 1)
     assert all(proc.poll() is None for proc in cluster.procs)
+
+
+def test_enqueued_posts_through_two_processes_run_in_order_on_one_owner(
+    tmp_path: Path, demo_template: Path
+) -> None:
+    with start_cluster(tmp_path, demo_template, "ab", HERMES_BUSY_POLICY="enqueue") as pair:
+        asyncio.run(_enqueue_through(pair))
+
+
+async def _enqueue_through(pair: Cluster) -> None:
+    async with (
+        httpx.AsyncClient(base_url=pair.bases[0], timeout=30) as a,
+        httpx.AsyncClient(base_url=pair.bases[1], timeout=30) as b,
+    ):
+        session_id = await _new_session(a)
+        gate = Gate(after=0)
+        pair.llm.enqueue(Reply("first answer", gate=gate), Reply("second"), Reply("third"))
+        first = asyncio.ensure_future(_post(a, session_id, "one via A"))
+        await _until_running(b, session_id)
+        later = [
+            asyncio.ensure_future(_post(b, session_id, "two via B")),
+            asyncio.ensure_future(_post(a, session_id, "three via A")),
+        ]
+        await _until_accepted(b, session_id, 3)  # all three accepted while the first one runs
+        gate.open()
+        answers = await asyncio.gather(first, *later)
+
+    assert [r.status_code for r in answers] == [200, 200, 200], [r.text for r in answers]
+    replies = [r.json()["message"]["content"] for r in answers]
+    asked = [_last_user_text(r.messages) for r in pair.llm.requests]
+    assert asked[0] == "one via A" and sorted(asked[1:]) == ["three via A", "two via B"]
+    # Each turn got the model's answers in the order the turns ran.
+    assert replies[0] == "first answer"
+    assert {replies[1], replies[2]} == {"second", "third"}
+    by_question = dict(zip(["one via A", "two via B", "three via A"], replies, strict=True))
+    assert [by_question[q] for q in asked] == ["first answer", "second", "third"]
+    owner, token = await _released(pair, session_id)
+    assert (_pid(owner), token) == (pair.procs[0].pid, 1), "one owner ran all three"
+
+
+async def _until_running(client: httpx.AsyncClient, session_id: str) -> None:
+    deadline = time.monotonic() + 15
+    while "generate_response" not in await _running_steps(client, session_id):
+        assert time.monotonic() < deadline, "the first turn never started"
+        await asyncio.sleep(0.05)
+
+
+async def _until_accepted(client: httpx.AsyncClient, session_id: str, n: int) -> None:
+    """Until `n` customer messages are stored (a message is stored when its turn is accepted)."""
+    deadline = time.monotonic() + 15
+    while True:
+        stored = (await client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
+        users = [m for m in stored if m["role"] == "user"]
+        if len(users) >= n:
+            return
+        assert time.monotonic() < deadline, f"only {len(users)} messages accepted"
+        await asyncio.sleep(0.05)
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: request body limit, request ids, metrics and access logs.
+"""Pure ASGI middleware: request body limit, request ids, metrics and access logs, and the
+write lane of the session a request names.
 
 Pure ASGI (not BaseHTTPMiddleware) so streamed SSE responses pass through untouched.
 """
@@ -15,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.observability import metrics
 from app.observability.logs import request_id_var
+from app.storage import writer
 
 log = logging.getLogger("hermes.access")
 
@@ -153,3 +155,25 @@ class ObservabilityMiddleware:
                 extra={"duration_ms": round((time.perf_counter() - start) * 1000, 2)},
             )
             request_id_var.reset(token)
+
+
+class SessionLaneMiddleware:
+    """A request under `/v1/sessions/{id}` writes on that session's lane, like its worker
+    (app.storage.writer): the request's writes and the turns' keep one order."""
+
+    _PREFIX = "/v1/sessions/"
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(self._PREFIX):
+            await self.app(scope, receive, send)
+            return
+        session_id = path[len(self._PREFIX) :].split("/", 1)[0]
+        token = writer.lane.set(session_id or None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            writer.lane.reset(token)

@@ -165,14 +165,14 @@ class HandoffDesk:
     # -- the agent ------------------------------------------------------------------------------
 
     async def claim(self, principal: Principal, session_id: str) -> Handoff:
-        handoff = await self.handoffs.claim(
+        handoff, changed = await self.handoffs.claim(
             principal.tenant_id, session_id, principal.subject, principal.role
         )
-        if handoff.claimed_at is not None and handoff.claimed_at >= time.time() - 5:
+        if changed and handoff.claimed_at is not None:
             metrics.HANDOFF_WAIT_SECONDS.labels(outcome="claimed").observe(
                 handoff.claimed_at - handoff.requested_at
             )
-        await self._count_queue()
+            await self._count_queue()
         return handoff
 
     async def release(self, principal: Principal, session_id: str) -> Handoff:

@@ -21,6 +21,7 @@ from app.errors import Fault, HermesError
 from app.observability import metrics
 from app.resilience import deadline
 from app.storage import fence as fences
+from app.storage import writer
 from app.storage.fence import Fence, LeaseLost
 from app.storage.records import Turn
 from app.storage.sessions import SessionStore
@@ -90,6 +91,7 @@ class TurnManager:
         return len(self._workers)
 
     async def _work(self, session_id: str, worker: _Worker) -> None:
+        writer.lane.set(session_id)  # this task's writes, and its turns', keep one order
         try:
             while not self._closing:
                 worker.dirty = False

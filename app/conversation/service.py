@@ -20,6 +20,13 @@ from app.text.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)
+class Held:
+    """A customer's message stored for the human agent who holds the session: no turn."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
 class TurnLimits:
     busy_policy: BusyPolicy = "reject"
     max_queued: int = 10
@@ -101,13 +108,13 @@ class ConversationService:
 
     async def post_message(
         self, principal: Principal, session_id: str, content: str, client_message_id: str | None
-    ) -> Accepted | Message:
+    ) -> Accepted | Held:
         """A turn for the bot, or (while a human agent holds the session) the customer's
         message stored for the agent, with no turn."""
         if self.desk is not None:
             held = await self.desk.hold(principal, session_id, content)
             if held is not None:
-                return held
+                return Held(held)
         accepted = await self.turns.accept(
             tenant_id=principal.tenant_id,
             session_id=session_id,

@@ -107,9 +107,14 @@ class _DatabaseWork(Collector):
         )
         yield CounterMetricFamily(
             "hermes_db_writer_busy_seconds",
-            "Time the writer thread spent running write batches: a rate near 1 means writes"
-            " queue behind it (the writer is saturated).",
+            "Time the writer threads spent running write batches, summed: a rate near"
+            " hermes_db_writer_connections means writes queue behind them (saturated).",
             value=total.busy_s,
+        )
+        yield GaugeMetricFamily(
+            "hermes_db_writer_connections",
+            "Database writer connections, a thread each.",
+            value=sum(db.lanes for db in self._open),
         )
         statements = CounterMetricFamily(
             "hermes_db_statements",

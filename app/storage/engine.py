@@ -29,6 +29,7 @@ def database_for(settings: Settings) -> Database:
         url,
         migrations_dir=settings.migrations_dir / "postgres",
         read_connections=settings.db_pool_size,
+        write_connections=settings.db_write_connections,
         connect_timeout_s=settings.db_connect_timeout_s,
     )
 

@@ -12,13 +12,14 @@ would start it (`app.storage.turns`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app import events
 from app.errors import HandoffConflict, HandoffNotFound, NotHandoffAgent, SessionNotFound
-from app.storage import audit
+from app.storage import audit, writer
 from app.storage.messages import insert_message
 from app.storage.records import Message, new_id
 from app.storage.sessions import find_session
@@ -196,15 +197,17 @@ class HandoffStore(Store):
 
         return await self.transact(request)
 
-    async def claim(self, tenant_id: str, session_id: str, agent: str, role: str) -> Handoff:
+    async def claim(
+        self, tenant_id: str, session_id: str, agent: str, role: str
+    ) -> tuple[Handoff, bool]:
         """The agent takes the session: the bot is paused. Claiming one's own claim again is
-        harmless; another agent's is a conflict. Audited."""
+        harmless (False: nothing changed); another agent's is a conflict. Audited."""
 
-        def claim(tx: Tx) -> Handoff:
+        def claim(tx: Tx) -> tuple[Handoff, bool]:
             handoff = _open_of(tx, tenant_id, session_id)
             if handoff.status == "claimed":
                 if handoff.claimed_by == agent:
-                    return handoff
+                    return handoff, False
                 raise HandoffConflict("another agent holds this session", session_id=session_id)
             row = tx.one(
                 f"UPDATE handoffs SET status = 'claimed', claimed_by = ?, claimed_at = ?"
@@ -214,17 +217,8 @@ class HandoffStore(Store):
             claimed = Handoff.from_row(row)
             waited = tx.now - handoff.requested_at
             tx.emit(session_id, tenant_id, *events.handoff_claimed(handoff.id, agent, waited))
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=agent,
-                role=role,
-                action="handoff.claimed",
-                target_id=handoff.id,
-                session_id=session_id,
-                details={"waited_s": round(waited, 3)},
-            )
-            return claimed
+            _audit(tx, handoff, agent, role, "handoff.claim", {"waited_s": round(waited, 3)})
+            return claimed, True
 
         return await self.transact(claim)
 
@@ -243,15 +237,7 @@ class HandoffStore(Store):
                     session_id=session_id,
                 )
             released = _end(tx, handoff, "released", agent)
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=agent,
-                role=role,
-                action="handoff.released",
-                target_id=handoff.id,
-                session_id=session_id,
-            )
+            _audit(tx, handoff, agent, role, "handoff.release")
             return released
 
         return await self.transact(release)
@@ -298,42 +284,25 @@ class HandoffStore(Store):
         self, cutoff: float, fallback: Callable[[Handoff, str], str]
     ) -> list[Handoff]:
         """Handoffs waiting since before `cutoff`: expired, a call-back ticket opened, the
-        customer told (`fallback(handoff, ticket_id)`: the words)."""
-
-        def expire(tx: Tx) -> list[Handoff]:
-            rows = tx.execute(
-                f"SELECT {_COLUMNS} FROM handoffs WHERE status = 'waiting' AND requested_at < ?"
-                " ORDER BY requested_at LIMIT 100",
-                (cutoff,),
-            ).fetchall()
-            done = []
-            for row in rows:
-                handoff = Handoff.from_row(row)
-                ticket = "CB-" + handoff.id.removeprefix("hof_")[:10].upper()
-                expired = Handoff.from_row(
-                    tx.one(
-                        f"UPDATE handoffs SET status = 'expired', released_at = ?, ticket_id = ?"
-                        f" WHERE id = ? RETURNING {_COLUMNS}",
-                        (tx.now, ticket, handoff.id),
-                    )
-                )
-                tx.emit(
-                    handoff.session_id,
-                    handoff.tenant_id,
-                    *events.handoff_expired(handoff.id, ticket),
-                )
-                say(
-                    tx,
-                    handoff,
-                    fallback(handoff, ticket),
-                    author="bot",
-                    kind="handoff_fallback",
-                    ticket_id=ticket,
-                )
+        customer told (`fallback(handoff, ticket_id)`: the words). One transaction per
+        session, on the session's write lane; a handoff claimed meanwhile stays claimed."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM handoffs WHERE status = 'waiting' AND requested_at < ?"
+            " ORDER BY requested_at LIMIT 100",
+            (cutoff,),
+        )
+        done = []
+        for row in rows:
+            handoff = Handoff.from_row(row)
+            token = writer.lane.set(handoff.session_id)
+            try:
+                expire = functools.partial(_expire, handoff=handoff, fallback=fallback)
+                expired = await self.transact(expire)
+            finally:
+                writer.lane.reset(token)
+            if expired is not None:
                 done.append(expired)
-            return done
-
-        return await self.transact(expire)
+        return done
 
     async def close_open(self, tenant_id: str, session_id: str, actor: str) -> Handoff | None:
         """The session ends: its open handoff (if any) closes with it."""
@@ -404,6 +373,41 @@ def _open_of(tx: Tx, tenant_id: str, session_id: str) -> Handoff:
     if handoff is None:
         raise HandoffNotFound("this session is not waiting for an agent", session_id=session_id)
     return handoff
+
+
+def _expire(tx: Tx, *, handoff: Handoff, fallback: Callable[[Handoff, str], str]) -> Handoff | None:
+    ticket = "CB-" + handoff.id.removeprefix("hof_")[:10].upper()
+    row = tx.one(
+        f"UPDATE handoffs SET status = 'expired', released_at = ?, ticket_id = ?"
+        f" WHERE id = ? AND status = 'waiting' RETURNING {_COLUMNS}",
+        (tx.now, ticket, handoff.id),
+    )
+    if row is None:
+        return None  # claimed (or closed) since it was read
+    tx.emit(handoff.session_id, handoff.tenant_id, *events.handoff_expired(handoff.id, ticket))
+    text = fallback(handoff, ticket)
+    say(tx, handoff, text, author="bot", kind="handoff_fallback", ticket_id=ticket)
+    return Handoff.from_row(row)
+
+
+def _audit(
+    tx: Tx,
+    handoff: Handoff,
+    actor: str,
+    role: str,
+    action: str,
+    details: dict[str, Any] | None = None,
+) -> None:
+    audit.record(
+        tx,
+        tenant_id=handoff.tenant_id,
+        actor=actor,
+        role=role,
+        action=action,
+        target_id=handoff.id,
+        session_id=handoff.session_id,
+        details=details,
+    )
 
 
 def _end(tx: Tx, handoff: Handoff, status: HandoffStatus, actor: str) -> Handoff:

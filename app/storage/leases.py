@@ -1,10 +1,10 @@
 """Session leases: which process owns a session's turns, until when, under which fencing token.
 
 A lease is taken inside the transaction that claims the session's next turn (`acquire`), kept
-alive for every session a process holds by one statement (`LeaseStore.renew`), and let go in
-the transaction that finds nothing more to run (`release`). The token grows by one each time
-the lease changes hands and never goes back (a released row stays, with `expires_at = 0`);
-`app.storage.fence` checks it inside every write of the owner's turns.
+alive for every session a process holds by one statement per writer lane (`LeaseStore.renew`),
+and let go in the transaction that finds nothing more to run (`release`). The token grows by
+one each time the lease changes hands and never goes back (a released row stays, with
+`expires_at = 0`); `app.storage.fence` checks it inside every write of the owner's turns.
 
 Times are the processes' own clocks (Unix seconds): across machines they must agree to well
 within a lease's length (NTP does).
@@ -12,11 +12,13 @@ within a lease's length (NTP does).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from app.storage import writer
 from app.storage.fence import Fence
 from app.storage.tx import Store, Tx
 
@@ -86,25 +88,41 @@ class LeaseStore(Store):
 
     async def renew(self, owner: str, held: dict[str, int], ttl_s: float) -> dict[str, int]:
         """Push on every lease in `held` (session -> token) that `owner` still holds; the ones
-        it lost (taken over, or released meanwhile), with the token it had."""
+        it lost (taken over, or released meanwhile), with the token it had.
 
-        def renew(tx: Tx) -> dict[str, int]:
-            kept: dict[str, int] = {}
-            sessions = list(held)
-            for start in range(0, len(sessions), _CHUNK):
-                chunk = sessions[start : start + _CHUNK]
-                marks = ", ".join("?" for _ in chunk)
-                rows = tx.execute(
-                    "UPDATE session_leases SET expires_at = ? WHERE owner = ? AND expires_at > 0"
-                    f" AND session_id IN ({marks}) RETURNING session_id, token",
-                    (tx.now + ttl_s, owner, *chunk),
-                ).fetchall()
-                kept.update((str(r[0]), int(r[1])) for r in rows)
-            return {s: t for s, t in held.items() if kept.get(s) != t}
+        One transaction per writer lane, with the sessions whose writes take that lane: a
+        lease row is then only ever locked by its own session's lane, and a lane's fence
+        checks never wait for another lane's renewal (app.storage.writer)."""
 
-        if not held:
-            return {}
-        return await self.transact(renew)
+        def renew(group: dict[str, int]) -> Callable[[Tx], dict[str, int]]:
+            def run(tx: Tx) -> dict[str, int]:
+                kept: dict[str, int] = {}
+                sessions = list(group)
+                for start in range(0, len(sessions), _CHUNK):
+                    chunk = sessions[start : start + _CHUNK]
+                    marks = ", ".join("?" for _ in chunk)
+                    rows = tx.execute(
+                        "UPDATE session_leases SET expires_at = ? WHERE owner = ?"
+                        f" AND expires_at > 0 AND session_id IN ({marks})"
+                        " RETURNING session_id, token",
+                        (tx.now + ttl_s, owner, *chunk),
+                    ).fetchall()
+                    kept.update((str(r[0]), int(r[1])) for r in rows)
+                return {s: t for s, t in group.items() if kept.get(s) != t}
+
+            return run
+
+        groups: dict[int, dict[str, int]] = {}
+        for session_id, token in held.items():
+            groups.setdefault(self.db.lane_of(session_id), {})[session_id] = token
+        futures = []
+        for group in groups.values():
+            with writer.on_lane(next(iter(group))):
+                futures.append(self.transact_nowait(renew(group)))
+        lost: dict[str, int] = {}
+        for result, _events in await asyncio.gather(*futures):
+            lost.update(result)
+        return lost
 
     async def holder(self, session_id: str) -> tuple[str, int, float] | None:
         """(owner, token, expires_at) of the session's lease row, if it has one."""

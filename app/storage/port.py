@@ -75,7 +75,18 @@ def note_event(conn: Connection, payload_bytes: int) -> None:
 class Database(Protocol):
     dialect: Dialect
     applied_migrations: list[str]
-    commits: int
+
+    @property
+    def commits(self) -> int: ...
+
+    @property
+    def lanes(self) -> int:
+        """Writer connections, a thread each (app.storage.writer)."""
+        ...
+
+    def lane_of(self, key: str | None) -> int:
+        """The writer connection a write for `key` (a session) goes to."""
+        ...
 
     async def open(self) -> Database: ...
 

@@ -34,6 +34,7 @@ class _CountingConnection(sqlite3.Connection):
 
     dialect: Dialect = "sqlite"
     statements = 0
+    control = 0  # of the statements: transaction control and set-up, not a job's work
     events = 0
     event_bytes = 0
 
@@ -82,7 +83,6 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         self._next_reader = itertools.cycle([0])
         self.applied_migrations: list[str] = []
         self._reads = 0
-        self._writer: _CountingConnection | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -126,25 +126,24 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
             check_same_thread=False,
             factory=_CountingConnection,
         )
-        self._writer = conn
         conn.row_factory = sqlite3.Row
         _configure(conn, self.synchronous, self.busy_timeout_ms)
-        self._control_statements = conn.statements  # the PRAGMAs: not a job's work
+        conn.control = conn.statements  # the PRAGMAs: not a job's work
         return conn
 
     def _in_transaction(self, conn: Any) -> bool:
         return bool(conn.in_transaction)
 
     def counts(self) -> DbCounts:
-        writer = self._writer
+        conns = self._connections()
         return DbCounts(
             commits=self.commits,
             jobs=self._jobs_run,
-            writes=writer.statements - self._control_statements if writer else 0,
-            control=self._control_statements,
+            writes=sum(c.statements - c.control for c in conns),
+            control=sum(c.control for c in conns),
             reads=self._reads,
-            events=writer.events if writer else 0,
-            event_bytes=writer.event_bytes if writer else 0,
+            events=sum(c.events for c in conns),
+            event_bytes=sum(c.event_bytes for c in conns),
             retries=self._retries,
             busy_s=self.busy_s,
         )

@@ -1,11 +1,19 @@
-"""One writer thread per database with group commit — the part both engines share.
+"""Writer threads with group commit — the part both engines share.
 
-All writes go through `write(fn)`: `fn(conn)` runs on the single writer thread inside a
-transaction, and whatever jobs queued up meanwhile commit together (one commit, one thread hop).
+All writes go through `write(fn)`: `fn(conn)` runs on a writer thread inside a transaction, and
+whatever jobs queued up on that thread meanwhile commit together (one commit, one thread hop).
 A job that fails fails alone: the batch is then run again with each job in a savepoint. A
 job's `on_commit` callback runs on the event loop after the commit, in commit order, before its
 awaiting caller resumes: publishing an event there means nobody ever sees an event that a
 crash could take back.
+
+An engine may run several writer threads, each with its connection (*lanes*: PostgreSQL's
+round trips leave one thread waiting most of the time). A job goes to the lane of the `lane`
+key set in its context — the session it writes for — so one session's writes keep their
+submission order and commit order; jobs without a key go to the first lane, in order too.
+Nothing orders the writes of different sessions against each other, and nothing needs to:
+a caller that needs one write before another awaits it. SQLite runs one lane (it admits one
+writer at a time anyway).
 
 An engine that reports conflicts between writers (PostgreSQL: a deadlock with another process,
 a serialisation failure) gets the whole batch run again from the start, a few times; jobs are
@@ -15,11 +23,14 @@ functions of the connection only, so running one again is safe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +43,20 @@ C = TypeVar("C")  # the engine's writer connection
 _MAX_BATCH = 512
 _MAX_ATTEMPTS = 5
 
+# The key that picks a write's lane: the session a task writes for (set by the session's
+# worker and by requests naming a session; the tasks they start inherit it).
+lane: contextvars.ContextVar[str | None] = contextvars.ContextVar("hermes_lane", default=None)
+
+
+@contextlib.contextmanager
+def on_lane(key: str | None) -> Iterator[None]:
+    """Writes submitted inside go to `key`'s lane (e.g. a session's, from a task of no session)."""
+    token = lane.set(key)
+    try:
+        yield
+    finally:
+        lane.reset(token)
+
 
 @dataclass
 class _Job(Generic[T]):
@@ -43,27 +68,64 @@ class _Job(Generic[T]):
 Outcome = tuple[_Job[Any], Any, BaseException | None]
 
 
+class Lane:
+    """One writer thread, its connection, its queue and what went through it. Its counters
+    are only ever bumped by its own thread, so counting costs no lock."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.conn: Any = None
+        self.commits = 0
+        self.jobs_run = 0
+        self.retries = 0
+        self.busy_s = 0.0
+
+
 class BatchWriter(Generic[C]):
-    """The writer thread and its job queue; engines say how to connect and begin."""
+    """The writer threads and their job queues; engines say how to connect and begin."""
 
     begin_sql = "BEGIN"
     thread_name = "hermes-db-writer"
 
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+    def __init__(self, lanes: int = 1) -> None:
+        self._lanes = [Lane(i) for i in range(max(1, lanes))]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = True
-        self.commits = 0  # batches committed, for metrics and tests
-        self._jobs_run = 0
-        self._control_statements = 0
-        self._retries = 0
-        self.busy_s = 0.0  # time spent running batches: near all of it = writes queue up
+
+    # -- what went through, summed over the lanes ------------------------------------------------
+
+    @property
+    def lanes(self) -> int:
+        return len(self._lanes)
+
+    @property
+    def commits(self) -> int:
+        """Batches committed, for metrics and tests."""
+        return sum(lane.commits for lane in self._lanes)
+
+    @property
+    def _jobs_run(self) -> int:
+        return sum(lane.jobs_run for lane in self._lanes)
+
+    @property
+    def _retries(self) -> int:
+        return sum(lane.retries for lane in self._lanes)
+
+    @property
+    def busy_s(self) -> float:
+        """Time the writer threads spent running batches, summed: near lanes x wall time
+        means writes queue up."""
+        return sum(lane.busy_s for lane in self._lanes)
+
+    def _connections(self) -> list[Any]:
+        return [lane.conn for lane in self._lanes if lane.conn is not None]
 
     # -- what an engine provides ---------------------------------------------------------------
 
     def _connect(self) -> Any:
-        """Open the writer connection (runs on the writer thread)."""
+        """Open a writer connection (runs on its writer thread)."""
         raise NotImplementedError
 
     def _close_connection(self, conn: Any) -> None:
@@ -88,23 +150,29 @@ class BatchWriter(Generic[C]):
 
     async def _start_writer(self) -> None:
         self._loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = self._loop.create_future()
-        self._thread = threading.Thread(
-            target=self._writer_main, args=(ready,), name=self.thread_name, daemon=True
-        )
+        readies: list[asyncio.Future[None]] = []
         self._closed = False
-        self._thread.start()
+        for one in self._lanes:
+            ready: asyncio.Future[None] = self._loop.create_future()
+            name = self.thread_name if one.index == 0 else f"{self.thread_name}-{one.index}"
+            one.thread = threading.Thread(
+                target=self._writer_main, args=(one, ready), name=name, daemon=True
+            )
+            one.thread.start()
+            readies.append(ready)
         try:
-            await ready
+            await asyncio.gather(*readies)
         except BaseException:
-            self._closed = True
+            await self._stop_writer()
             raise
 
     async def _stop_writer(self) -> None:
         self._closed = True
-        self._jobs.put(None)
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join)
+        for one in self._lanes:
+            one.jobs.put(None)
+        for one in self._lanes:
+            if one.thread is not None:
+                await asyncio.to_thread(one.thread.join)
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -117,8 +185,17 @@ class BatchWriter(Generic[C]):
         if self._closed or self._loop is None:
             raise DatabaseClosed("database is closed")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._jobs.put(_Job(fn, future, on_commit))
+        self._lane_for(lane.get()).jobs.put(_Job(fn, future, on_commit))
         return future
+
+    def lane_of(self, key: str | None) -> int:
+        """The lane a write keyed `key` goes to."""
+        if key is None or len(self._lanes) == 1:
+            return 0
+        return zlib.crc32(key.encode()) % len(self._lanes)
+
+    def _lane_for(self, key: str | None) -> Lane:
+        return self._lanes[self.lane_of(key)]
 
     async def write(
         self,
@@ -128,25 +205,25 @@ class BatchWriter(Generic[C]):
         # shield: a cancelled caller must not make the job look failed; it still commits.
         return await asyncio.shield(self.submit(fn, on_commit))
 
-    def _writer_main(self, ready: asyncio.Future[None]) -> None:
+    def _writer_main(self, one: Lane, ready: asyncio.Future[None]) -> None:
         loop = self._loop
         assert loop is not None
         try:
-            conn = self._connect()
+            one.conn = self._connect()
         except Exception as exc:
             loop.call_soon_threadsafe(_fail, ready, exc)
             return
         loop.call_soon_threadsafe(_succeed, ready)
         try:
             while True:
-                job = self._jobs.get()
+                job = one.jobs.get()
                 if job is None:
                     break
                 batch = [job]
                 stop = False
                 while len(batch) < _MAX_BATCH:
                     try:
-                        more = self._jobs.get_nowait()
+                        more = one.jobs.get_nowait()
                     except queue.Empty:
                         break
                     if more is None:
@@ -155,23 +232,24 @@ class BatchWriter(Generic[C]):
                     batch.append(more)
                 started = time.perf_counter()
                 try:
-                    conn = self._usable(conn)
+                    one.conn = self._usable(one.conn)
                 except Exception as exc:
                     log.error("the database cannot be reached: %s", exc)
                     outcomes: list[Outcome] = [(j, None, exc) for j in batch]
                 else:
-                    outcomes = self._run_batch(conn, batch)
-                self.busy_s += time.perf_counter() - started
+                    outcomes = self._run_batch(one, batch)
+                one.busy_s += time.perf_counter() - started
                 loop.call_soon_threadsafe(_deliver, outcomes)
                 if stop:
                     break
         finally:
-            self._close_connection(conn)
+            self._close_connection(one.conn)
 
-    def _run_batch(self, conn: Any, batch: list[_Job[Any]]) -> list[Outcome]:
+    def _run_batch(self, one: Lane, batch: list[_Job[Any]]) -> list[Outcome]:
+        conn = one.conn
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                outcomes = self._attempt(conn, batch, last=attempt == _MAX_ATTEMPTS)
+                outcomes = self._attempt(one, batch, last=attempt == _MAX_ATTEMPTS)
             except Exception as exc:  # transaction control itself failed: nothing committed
                 log.exception("write batch of %d jobs failed outside its jobs", len(batch))
                 try:
@@ -182,22 +260,23 @@ class BatchWriter(Generic[C]):
                 return [(job, None, exc) for job in batch]
             if outcomes is not None:
                 return outcomes
-            self._retries += 1
+            one.retries += 1
             log.info("write batch of %d jobs met a conflict; attempt %d", len(batch), attempt)
         raise AssertionError("unreachable: the last attempt never retries")
 
-    def _attempt(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
+    def _attempt(self, one: Lane, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
         """The batch's outcomes, or None: it met a conflict, nothing committed, run it again.
 
         The jobs run first one after the other in the batch's transaction, with no savepoints
         (each savepoint is two more statements, a round trip each on a server). Only if one
         of them fails is the transaction rolled back and the batch run again with a savepoint
         around every job, so the failure stays the failing job's own."""
+        conn = one.conn
         try:
             self._begin(conn, isolated=False)
         except Exception as exc:
             return [(job, None, exc) for job in batch]
-        self._jobs_run += len(batch)
+        one.jobs_run += len(batch)
         outcomes: list[Outcome] = []
         for job in batch:
             try:
@@ -208,12 +287,13 @@ class BatchWriter(Generic[C]):
                     return None
                 if len(batch) == 1:
                     return [(job, None, exc)]
-                return self._isolated(conn, batch, last=last)
+                return self._isolated(one, batch, last=last)
             outcomes.append((job, result, None))
-        return self._commit(conn, batch, outcomes, last=last, isolate=len(batch) > 1)
+        return self._commit(one, batch, outcomes, last=last, isolate=len(batch) > 1)
 
-    def _isolated(self, conn: Any, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
+    def _isolated(self, one: Lane, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
         """The batch again, each job in a savepoint: the failing ones roll back alone."""
+        conn = one.conn
         try:
             self._begin(conn, isolated=True)
         except Exception as exc:
@@ -233,11 +313,11 @@ class BatchWriter(Generic[C]):
             else:
                 self._control(conn, "RELEASE job")
                 outcomes.append((job, result, None))
-        return self._commit(conn, batch, outcomes, last=last)
+        return self._commit(one, batch, outcomes, last=last)
 
     def _commit(
         self,
-        conn: Any,
+        one: Lane,
         batch: list[_Job[Any]],
         outcomes: list[Outcome],
         *,
@@ -247,22 +327,23 @@ class BatchWriter(Generic[C]):
         """Commit; if that fails and `isolate`, the batch again in savepoints: an engine that
         reports a statement's error only at the commit (PostgreSQL's pipeline) still fails
         only the job that ran it."""
+        conn = one.conn
         try:
             self._control(conn, "COMMIT")
-            self.commits += 1
+            one.commits += 1
         except Exception as exc:
             if self._in_transaction(conn):
                 self._control(conn, "ROLLBACK")
             if not last and self._retryable(exc):
                 return None
             if isolate:
-                return self._isolated(conn, batch, last=last)
+                return self._isolated(one, batch, last=last)
             log.exception("commit failed; rolling back a batch of %d jobs", len(batch))
             return [(job, None, exc) for job in batch]
         return outcomes
 
     def _control(self, conn: Any, sql: str) -> None:
-        self._control_statements += 1
+        conn.control += 1  # transaction control, counted apart from the jobs' statements
         conn.execute(sql)
 
 

@@ -9,22 +9,25 @@ Through the service on a real socket, the fake model over HTTP, on SQLite and Po
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from app.llm.testing import FakeLLMServer, Reply
+from app.demo.fixtures import DELIVERED_ORDER, LI_LEI
+from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.testing import LiveService, SseEvent, read_events, serve
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 
-CUSTOMER, AGENT, AGENT_B, OPERATOR = (
+CUSTOMER, AGENT, AGENT_B, OPERATOR, STRANGER = (
     "acme-customer-key-01",
     "acme-agent-key-0001",
     "acme-agent-key-0002",
     "acme-operator-key-1",
+    "other-agent-key-001",
 )
 
 
@@ -43,7 +46,9 @@ def desk_settings(make_settings: Any, **overrides: Any) -> Any:
             f"acme:agent:{AGENT}",
             f"acme:agent:{AGENT_B}",
             f"acme:operator:{OPERATOR}",
+            f"other:agent:{STRANGER}",
         ],
+        demo_tenants=["acme"],
         **overrides,
     )
 
@@ -154,6 +159,10 @@ async def test_claims_need_the_agent_role_and_one_agent_at_a_time(svc: LiveServi
     await ask(svc, session_id)
     assert_error(await claim(svc, session_id, AS_CUSTOMER), 403, "forbidden")
     assert_error(await svc.client.get("/v1/handoffs"), 403, "forbidden")
+    # Another tenant's agent neither sees nor takes it: the session does not exist for them.
+    assert_error(await claim(svc, session_id, auth(STRANGER)), 404, "session_not_found")
+    theirs = await svc.client.get("/v1/handoffs", headers=auth(STRANGER))
+    assert theirs.status_code == 200 and theirs.json()["data"] == []
 
     claimed = await claim(svc, session_id, AS_AGENT)
     assert claimed.status_code == 200, claimed.text
@@ -169,8 +178,8 @@ async def test_claims_need_the_agent_role_and_one_agent_at_a_time(svc: LiveServi
         "SELECT action, role, session_id FROM audit_log WHERE action LIKE 'handoff.%' ORDER BY id"
     )
     assert [tuple(r) for r in audit] == [
-        ("handoff.claimed", "agent", session_id),
-        ("handoff.released", "operator", session_id),
+        ("handoff.claim", "agent", session_id),
+        ("handoff.release", "operator", session_id),
     ]
     other = await new_session(svc)
     assert_error(await claim(svc, other, AS_AGENT), 404, "handoff_not_found")
@@ -226,7 +235,8 @@ async def test_while_claimed_the_agent_talks_the_bot_only_drafts_and_hands_back_
     assert fake_llm.requests[-1].messages[-1]["content"] == "I was charged twice"
     page = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
     assert draft["text"] not in [m["content"] for m in page]
-    assert not any(e.data.get("text") == draft["text"] for e in ready if e.event != "suggestion.ready")
+    sent_as_text = [e for e in ready if e.event != "suggestion.ready"]
+    assert not any(e.data.get("text") == draft["text"] for e in sent_as_text)
 
     # Handed back: the bot answers again and sees what was said meanwhile.
     release = f"/v1/sessions/{session_id}/handoff/release"
@@ -244,14 +254,13 @@ async def test_while_claimed_the_agent_talks_the_bot_only_drafts_and_hands_back_
 async def test_an_unclaimed_handoff_ends_in_a_ticket_and_a_call_back(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
-    settings = desk_settings(
-        make_settings, handoff_fallback_s=0.3, handoff_sweep_interval_s=0.05
-    )
+    settings = desk_settings(make_settings, handoff_fallback_s=0.3, handoff_sweep_interval_s=0.05)
     async with serve(settings) as svc:
         svc.client.headers.update(AS_CUSTOMER)
         session_id = await new_session(svc)
         await ask(svc, session_id, "wants a person")
-        events = await wait_for(svc, session_id, of_type("message.completed", kind="handoff_fallback"))
+        fallback = of_type("message.completed", kind="handoff_fallback")
+        events = await wait_for(svc, session_id, fallback)
         expired = next(e for e in events if e.event == "handoff.expired")
         ticket = expired.data["ticket_id"]
         assert ticket.startswith("CB-")
@@ -265,12 +274,92 @@ async def test_an_unclaimed_handoff_ends_in_a_ticket_and_a_call_back(
         assert fake_llm.requests == []
 
 
+def sample(metrics: str, name: str) -> float:
+    """The value of one series in a /metrics text (0 when it has no sample yet)."""
+    for line in metrics.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
 async def test_the_queue_gauge_and_the_wait_histogram_move(svc: LiveService) -> None:
+    claimed = 'hermes_handoff_wait_seconds_count{outcome="claimed"}'
+    before = sample((await svc.client.get("/metrics")).text, claimed)
+    sessions = [await new_session(svc, f"u{i}") for i in range(2)]
+    for session_id in sessions:
+        await ask(svc, session_id)
+    metrics = (await svc.client.get("/metrics")).text
+    assert sample(metrics, "hermes_handoff_queue_length") == 2
+    await claim(svc, sessions[0], AS_AGENT)
+    await claim(svc, sessions[0], AS_AGENT)  # again: no second wait
+    metrics = (await svc.client.get("/metrics")).text
+    assert sample(metrics, "hermes_handoff_queue_length") == 1
+    assert sample(metrics, claimed) == before + 1
+
+
+# -- wrap-up --------------------------------------------------------------------------------------
+
+
+async def test_goodbye_writes_the_contact_summary_with_what_was_done(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(
+        ToolCalls(ToolCall("query_order_status", {"order_id": DELIVERED_ORDER})),
+        Reply("Your order was delivered."),
+        Reply("Goodbye!"),
+    )
+    session_id = await new_session(svc, LI_LEI)
+    summary_url = f"/v1/sessions/{session_id}/summary"
+    assert_error(await svc.client.get(summary_url), 404, "summary_not_found")
+    assert (await say(svc, session_id, f"where is my order {DELIVERED_ORDER}")).status_code == 200
+    assert (await say(svc, session_id, "Thank you, goodbye!")).status_code == 200
+
+    events = await wait_for(svc, session_id, of_type("session.summary"))
+    body = (await svc.client.get(summary_url)).json()
+    assert events[-1].data == body
+    assert body["ended_by"] == "customer"
+    assert body["intents"] == ["order_status", "goodbye"]
+    assert [(a["tool"], a["status"]) for a in body["actions"]] == [
+        ("query_order_status", "success")
+    ]
+    assert body["open_items"] == [] and body["disposition"] == "resolved"
+    assert "query_order_status (success)" in body["text"]
+    session = (await svc.client.get(f"/v1/sessions/{session_id}")).json()
+    assert session["status"] == "active"  # the customer may still come back
+
+
+async def test_an_agent_closes_a_session_with_a_disposition(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
     session_id = await new_session(svc)
-    await ask(svc, session_id)
-    metrics = (await svc.client.get("/metrics")).text
-    assert "hermes_handoff_queue_length 1.0" in metrics
+    await ask(svc, session_id, "wants a person")
     await claim(svc, session_id, AS_AGENT)
-    metrics = (await svc.client.get("/metrics")).text
-    assert "hermes_handoff_queue_length 0.0" in metrics
-    assert 'hermes_handoff_wait_seconds_count{outcome="claimed"}' in metrics
+    close = f"/v1/sessions/{session_id}/close"
+    assert_error(await svc.client.post(close, json={}), 403, "forbidden")
+    closed = await svc.client.post(close, json={"disposition": "refund_promised"}, headers=AS_AGENT)
+    assert closed.status_code == 200, closed.text
+    body = closed.json()
+    assert body["ended_by"] == "agent" and body["disposition"] == "refund_promised"
+    events = await wait_for(svc, session_id, of_type("session.summary"))
+    kinds = [e.event for e in events]
+    assert kinds.index("handoff.released") < kinds.index("session.archived")
+    assert events[-1].data == body
+    handoff = (await svc.client.get(f"/v1/sessions/{session_id}/handoff")).json()
+    assert handoff["status"] == "closed"
+    session = (await svc.client.get(f"/v1/sessions/{session_id}")).json()
+    assert session["status"] == "archived"
+    assert (await svc.client.get(f"/v1/sessions/{session_id}/summary")).json() == body
+    assert fake_llm.requests == []
+
+
+async def test_an_idle_session_is_wrapped_up_when_archived(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.enqueue(Reply("Which order do you mean?"))
+    session_id = await new_session(svc)
+    assert (await say(svc, session_id, "I have a question about my order")).status_code == 200
+    archived = await svc.runtime.conversation.archive_idle(time.time() + 1)
+    assert session_id in archived
+    body = (await svc.client.get(f"/v1/sessions/{session_id}/summary")).json()
+    assert body["ended_by"] == "idle" and body["disposition"] == "abandoned"
+    assert body["open_items"] == ["unanswered question: Which order do you mean?"]

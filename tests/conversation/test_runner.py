@@ -97,6 +97,7 @@ async def test_a_plain_turn_costs_a_bounded_number_of_writes_reads_and_events(
     assert scraped[write] - scraped_before[write] == last.writes
     busy = "hermes_db_writer_busy_seconds_total"
     assert 0 < scraped[busy] - scraped_before[busy] == pytest.approx(last.busy_s)
+    assert scraped["hermes_db_writer_connections"] == 1  # SQLite writes on one
 
 
 async def test_an_order_status_turn_costs_a_bounded_number_of_writes_reads_and_events(

@@ -13,7 +13,7 @@ from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipal
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import ErrorResponse, MessageOut, PostMessage, TurnOut
-from app.storage.records import Message
+from app.conversation.service import Held
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
 
@@ -55,8 +55,8 @@ async def post_message(
     accepted = await conversation.post_message(
         principal, session_id, body.content, body.client_message_id
     )
-    if isinstance(accepted, Message):  # a human agent holds the session: no bot reply
-        held = HeldMessage(message=MessageOut.of(accepted))
+    if isinstance(accepted, Held):  # a human agent holds the session: no bot reply
+        held = HeldMessage(message=MessageOut.of(accepted.message))
         return JSONResponse(held.model_dump(), status_code=202)
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
     if sse.wants_event_stream(accept):

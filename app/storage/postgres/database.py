@@ -129,6 +129,7 @@ class PgConnection:
         self._pipeline_scope: contextlib.AbstractContextManager[psycopg.Pipeline] | None = None
         self.pipeline: psycopg.Pipeline | None = None
         self.statements = 0
+        self.control = 0  # transaction control, counted apart from the jobs' statements
         # Lease fences checked (and their rows locked) in the current transaction; None inside
         # savepoints, whose rollback would release the lock (app.storage.fence).
         self.fences_checked: set[Any] | None = None
@@ -192,9 +193,10 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         *,
         migrations_dir: Path | None = None,
         read_connections: int = 4,
+        write_connections: int = 1,
         connect_timeout_s: float = 5.0,
     ) -> None:
-        super().__init__()
+        super().__init__(lanes=write_connections)
         self.url = url
         self.migrations_dir = migrations_dir
         self.connect_timeout_s = connect_timeout_s
@@ -202,7 +204,6 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         self._pool: AsyncConnectionPool[Any] | None = None
         self.applied_migrations: list[str] = []
         self._reads = 0
-        self._writer: PgConnection | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -252,16 +253,16 @@ class PostgresDatabase(BatchWriter[PgConnection]):
     # -- the writer connection ----------------------------------------------------------------
 
     def _connect(self) -> PgConnection:
-        self._writer = PgConnection(connect(self.url, timeout_s=self.connect_timeout_s))
-        return self._writer
+        return PgConnection(connect(self.url, timeout_s=self.connect_timeout_s))
 
     def _usable(self, conn: Any) -> Any:
         if not conn.raw.closed:
             return conn
         log.warning("the PostgreSQL writer connection was lost; reconnecting")
         fresh = self._connect()
-        fresh.statements, fresh.events, fresh.event_bytes = (
+        fresh.statements, fresh.control, fresh.events, fresh.event_bytes = (
             conn.statements,
+            conn.control,
             conn.events,
             conn.event_bytes,
         )
@@ -278,15 +279,15 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         )
 
     def counts(self) -> DbCounts:
-        writer = self._writer
+        conns = self._connections()
         return DbCounts(
             commits=self.commits,
             jobs=self._jobs_run,
-            writes=writer.statements if writer else 0,
-            control=self._control_statements,
+            writes=sum(c.statements for c in conns),
+            control=sum(c.control for c in conns),
             reads=self._reads,
-            events=writer.events if writer else 0,
-            event_bytes=writer.event_bytes if writer else 0,
+            events=sum(c.events for c in conns),
+            event_bytes=sum(c.event_bytes for c in conns),
             retries=self._retries,
             busy_s=self.busy_s,
         )
@@ -298,12 +299,12 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         if isolated:  # savepoints, one job at a time: no pipeline
             self._control(conn, self.begin_sql)
             return
-        self._control_statements += 1
+        conn.control += 1
         conn.enter_pipeline()
         conn.raw.execute(self.begin_sql)
 
     def _control(self, conn: Any, sql: str) -> None:
-        self._control_statements += 1
+        conn.control += 1
         if conn.pipeline is not None:
             if sql == "COMMIT":
                 conn.raw.execute(sql)
