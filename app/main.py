@@ -15,6 +15,7 @@ from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
 from app.api.routes import (
     approvals,
+    audit,
     credentials,
     handoffs,
     health,
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(mcp.router)
     app.include_router(credentials.router)
     install_pages(app)
+    app.include_router(audit.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -22,6 +22,7 @@ from app.nlu.types import Parser
 from app.principal import Principal
 from app.runtime import Runtime
 from app.settings import Settings
+from app.storage.audit import AuditStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ToolExecutor
 from app.workflow.service import StepService
@@ -179,3 +180,10 @@ def get_parser(runtime: RuntimeDep) -> Parser:
 
 
 ParserDep = Annotated[Parser, Depends(get_parser)]
+
+
+def get_audit(runtime: RuntimeDep) -> AuditStore:
+    return AuditStore(runtime.db)
+
+
+AuditDep = Annotated[AuditStore, Depends(get_audit)]

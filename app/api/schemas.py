@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.storage.approvals import Approval
+from app.storage.audit import AuditEntry
 from app.storage.records import Message, Session, Turn, dumps
 from app.storage.steps import Step
 
@@ -289,3 +290,32 @@ class RetryOut(BaseModel):
     turn_id: str
     status: str
     resumed_from_step: str
+
+
+class AuditEntryOut(BaseModel):
+    id: int = Field(description="Increasing: pass the last one as `after` for the next page")
+    actor: str = Field(description="A key's subject, `model`, or `session:<id>` (the customer)")
+    role: str
+    action: str = Field(description="e.g. approval.decided, tool.succeeded, memory.forgotten")
+    target_id: str | None
+    session_id: str | None
+    at: str
+    details: dict[str, Any] = Field(description="Ids, names, kinds and outcomes; no content")
+
+    @classmethod
+    def of(cls, e: AuditEntry) -> AuditEntryOut:
+        return cls(
+            id=e.id,
+            actor=e.actor,
+            role=e.role,
+            action=e.action,
+            target_id=e.target_id,
+            session_id=e.session_id,
+            at=iso(e.at) or "",
+            details=e.details,
+        )
+
+
+class AuditList(BaseModel):
+    items: list[AuditEntryOut]
+    next_after: int | None = Field(description="`after` for the next page; null on the last")

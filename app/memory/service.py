@@ -35,6 +35,7 @@ from app.memory.records import (
 )
 from app.memory.scoring import ScoringConfig
 from app.memory.sweep import Retention, compact_index, sweep
+from app.storage import audit
 from app.storage.port import Database
 from app.storage.tx import Store, Tx
 
@@ -102,6 +103,7 @@ class MemoryService(Store):
         confidence: float = 1.0,
         valid_until: float | None = None,
         actor: str = "operator",
+        role: str | None = None,
         source: str = "operator",
         session_id: str | None = None,
     ) -> Written:
@@ -116,7 +118,7 @@ class MemoryService(Store):
             source=source,  # type: ignore[arg-type]
             valid_until=valid_until,
         )
-        written = await self.write(scope, [draft], actor=actor, session_id=session_id)
+        written = await self.write(scope, [draft], actor=actor, role=role, session_id=session_id)
         return written[0]
 
     async def propose(
@@ -132,6 +134,7 @@ class MemoryService(Store):
         drafts: Sequence[Draft],
         *,
         actor: str,
+        role: str | None = None,
         session_id: str | None = None,
         now: float | None = None,
     ) -> list[Written]:
@@ -140,44 +143,56 @@ class MemoryService(Store):
         at = self.clock() if now is None else now
 
         def job(tx: Tx) -> list[Written]:
-            return [
+            written = [
                 store.write_draft(
                     tx, scope, d, now=at, session_id=session_id, actor=actor, policy=self.policy
                 )
                 for d in drafts
             ]
+            for w in written:
+                _audit_written(tx, scope, w, actor, role, session_id)
+            return written
 
         return await self.transact(job)
 
-    async def verify(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> Written:
+    async def verify(
+        self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
+    ) -> Written:
         def job(tx: Tx) -> Written:
             item = store.by_id(tx, scope, memory_id)
             if item is None or item.status != "pending":
                 raise MemoryNotFound("no such pending memory", memory_id=memory_id)
-            return store.verify(
+            written = store.verify(
                 tx, scope, item, now=self.clock(), actor=actor, reason=reason,
                 confidence=VERIFIED_CONFIDENCE, policy=self.policy,
             )  # fmt: skip
+            _audit_written(tx, scope, written, actor, role, None)
+            return written
 
         return await self.transact(job)
 
-    async def reject(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> None:
+    async def reject(
+        self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
+    ) -> None:
         def job(tx: Tx) -> None:
             item = store.by_id(tx, scope, memory_id)
             if item is None or item.status in ("rejected",):
                 raise MemoryNotFound("no such memory", memory_id=memory_id)
             store.set_status(tx, item, "rejected", now=self.clock(), actor=actor, reason=reason)
+            _audit(tx, scope, "rejected", item.id, actor, role, key=item.key, reason=reason)
 
         await self.transact(job)
 
     # -- forgetting -------------------------------------------------------------------------
 
-    async def delete(self, scope: Scope, memory_id: str, *, actor: str, reason: str) -> None:
+    async def delete(
+        self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
+    ) -> None:
         def job(tx: Tx) -> list[erase.Erased]:
             item = store.by_id(tx, scope, memory_id)
             if item is None:
                 raise MemoryNotFound("no such memory", memory_id=memory_id)
-            return self._erase(tx, [item], "deleted", actor, reason)
+            return self._erase(tx, [item], "deleted", actor, reason, role)
 
         await self._erased(await self.transact(job))
 
@@ -189,6 +204,7 @@ class MemoryService(Store):
         query: str | None = None,
         actor: str,
         reason: str,
+        role: str | None = None,
     ) -> list[str]:
         """Delete for good every memory with `key`, or whose text contains `query`."""
         if (key is None) == (query is None) or (query is not None and not query.strip()):
@@ -196,7 +212,7 @@ class MemoryService(Store):
 
         def job(tx: Tx) -> list[erase.Erased]:
             items = erase.matching(tx, scope, key=key, query=query)
-            return self._erase(tx, items, "forgotten", actor, reason)
+            return self._erase(tx, items, "forgotten", actor, reason, role)
 
         return [e.id for e in await self._erased(await self.transact(job))]
 
@@ -211,13 +227,24 @@ class MemoryService(Store):
 
         def job(tx: Tx) -> list[erase.Erased]:
             items = erase.last_referenced(tx, scope, session_id)
-            return self._erase(tx, items, "forgotten", f"session:{session_id}", "user_request")
+            actor = f"session:{session_id}"
+            return self._erase(tx, items, "forgotten", actor, "user_request", None, session_id)
 
         return [e.id for e in await self._erased(await self.transact(job))]
 
     def _erase(
-        self, tx: Tx, items: list[MemoryItem], action: str, actor: str, reason: str
+        self,
+        tx: Tx,
+        items: list[MemoryItem],
+        action: str,
+        actor: str,
+        reason: str,
+        role: str | None,
+        session_id: str | None = None,
     ) -> list[erase.Erased]:
+        for item in items:
+            scope = Scope(item.tenant_id, item.user_id)
+            _audit(tx, scope, action, item.id, actor, role, session_id, key=item.key, reason=reason)
         return erase.delete_items(
             tx, items, action=action, actor=actor, reason=reason, now=self.clock()
         )
@@ -298,15 +325,17 @@ class MemoryService(Store):
             for pending in store.proposals(tx, scope):
                 value = normalize(pending.value).strip()
                 if value and (value in found.evidence or value in said):
-                    store.verify(
+                    verified = store.verify(
                         tx, scope, pending, now=now, actor=actor, reason="evidence",
                         confidence=VERIFIED_CONFIDENCE, policy=self.policy,
                     )  # fmt: skip
+                    _audit_written(tx, scope, verified, actor, None, session_id)
                     out.verified.append(pending.id)
                 elif denied and value and value in mentioned:
                     store.set_status(
                         tx, pending, "rejected", now=now, actor=actor, reason="user_denied"
                     )
+                    _audit(tx, scope, "rejected", pending.id, actor, None, session_id)
                     out.rejected.append(pending.id)
             # A contact value a tool refused this turn ("that number doesn't match the
             # account") is not the customer's, whatever an earlier turn heard them say.
@@ -320,14 +349,15 @@ class MemoryService(Store):
                     store.set_status(
                         tx, held, "rejected", now=now, actor=actor, reason="tool_refuted"
                     )
+                    _audit(tx, scope, "rejected", held.id, actor, None, session_id)
                     out.rejected.append(held.id)
             for draft in drafts:
-                out.written.append(
-                    store.write_draft(
-                        tx, scope, draft, now=now, session_id=session_id, actor=actor,
-                        policy=self.policy,
-                    )
+                written = store.write_draft(
+                    tx, scope, draft, now=now, session_id=session_id, actor=actor,
+                    policy=self.policy,
                 )  # fmt: skip
+                _audit_written(tx, scope, written, actor, None, session_id)
+                out.written.append(written)
             return out
 
         return await self.transact(job)
@@ -353,3 +383,42 @@ class MemoryService(Store):
 
     async def sweep(self, now: float | None = None) -> SweepReport:
         return await sweep(self, self.clock() if now is None else now, self.retention)
+
+
+# -- the audit trail ---------------------------------------------------------------------------
+
+
+def _audit(
+    tx: Tx,
+    scope: Scope,
+    action: str,
+    memory_id: str,
+    actor: str,
+    role: str | None,
+    session_id: str | None = None,
+    **details: Any,
+) -> None:
+    """One audit row for a change to a memory: its id and key, never its value."""
+    audit.record(
+        tx,
+        tenant_id=scope.tenant_id,
+        actor=actor,
+        role=role or audit.role_of(actor),
+        action=f"memory.{action}",
+        target_id=memory_id,
+        session_id=session_id,
+        details={"user_id": scope.user_id, **details},
+    )
+
+
+def _audit_written(
+    tx: Tx, scope: Scope, written: Written, actor: str, role: str | None, session_id: str | None
+) -> None:
+    if written.action == "unchanged":
+        return
+    item = written.item
+    action = "written" if written.action in ("created", "updated", "confirmed") else written.action
+    _audit(
+        tx, scope, action, item.id, actor, role, session_id,
+        key=item.key, change=written.action, status=item.status,
+    )  # fmt: skip

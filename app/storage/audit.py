@@ -1,9 +1,16 @@
 """The audit log: who did what to which record, and when.
 
 A general table (`audit_log`, migration 0006) for actions that must be answerable later:
-reads of unmasked data (`approval.read_full`), operators' decisions (`approval.decided`).
-`record` writes inside the caller's transaction, so an action and its audit row commit
-together or not at all. Rows never hold the sensitive values themselves.
+reads of unmasked data (`approval.read_full`), operators' decisions (`approval.decided`),
+side-effecting tool calls (`tool.succeeded`, `tool.failed`), memory changes
+(`memory.written`, `memory.verified`, `memory.rejected`, `memory.deleted`,
+`memory.forgotten`), MCP definition approvals (`mcp.approved`). `record` writes inside the
+caller's transaction, so an action and its audit row commit together or not at all. Rows
+never hold message content or the sensitive values themselves: ids, names, kinds, outcomes.
+
+Actors: a key's subject with its role; `model` (role `model`) for what the model proposed
+and the runtime allowed; `session:<id>` (role `customer`) for what a customer's own words
+did.
 """
 
 from __future__ import annotations
@@ -86,18 +93,39 @@ class AuditStore(Store):
         action: str | None = None,
         target_id: str | None = None,
         session_id: str | None = None,
+        actor: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        after: int = 0,
         limit: int = 100,
     ) -> list[AuditEntry]:
-        """A tenant's entries, oldest first, narrowed by any of action, target and session."""
-        sql = "SELECT * FROM audit_log WHERE tenant_id = ?"
-        params: list[Any] = [tenant_id]
+        """A tenant's entries, oldest first, after the entry id `after`, narrowed by any of
+        action, target, session, actor and a time range (`since` <= at < `until`)."""
+        sql = "SELECT * FROM audit_log WHERE tenant_id = ? AND id > ?"
+        params: list[Any] = [tenant_id, after]
         for column, value in (
             ("action", action),
             ("target_id", target_id),
             ("session_id", session_id),
+            ("actor", actor),
         ):
             if value is not None:
                 sql += f" AND {column} = ?"
                 params.append(value)
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(since)
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(until)
         rows = await self.db.fetchall(sql + " ORDER BY id LIMIT ?", [*params, limit])
         return [AuditEntry.from_row(r) for r in rows]
+
+
+def role_of(actor: str) -> str:
+    """The role an actor string stands for where no key's role is at hand."""
+    if actor == "model":
+        return "model"
+    if actor.startswith("session:"):
+        return "customer"
+    return "system"

@@ -1,4 +1,8 @@
-"""Side-effecting tool calls keyed by idempotency key: a stored success is never redone."""
+"""Side-effecting tool calls keyed by idempotency key: a stored success is never redone.
+
+Each one's outcome is in the audit log too (`tool.succeeded`, `tool.failed`), committed with
+it: which tool, in which session and turn, under which key; never its arguments or result.
+"""
 
 from __future__ import annotations
 
@@ -38,13 +42,35 @@ class ToolCallStore(Store):
                 " WHERE idempotency_key = ?",
                 (dumps(result), tx.now, key),
             )
+            _audit(tx, key, "tool.succeeded")
 
         await self.transact(succeed)
 
     async def abandon(self, key: str) -> None:
         """The call failed: forget the attempt so a retry with the same key may run."""
-        await self.transact(
-            lambda tx: tx.execute(
+
+        def abandon(tx: Tx) -> None:
+            _audit(tx, key, "tool.failed", status="running")
+            tx.execute(
                 "DELETE FROM tool_calls WHERE idempotency_key = ? AND status = 'running'", (key,)
             )
-        )
+
+        await self.transact(abandon)
+
+
+def _audit(tx: Tx, key: str, action: str, status: str | None = None) -> None:
+    """The call's audit row, from its own row: the model proposed it (the runtime allowed it,
+    and an operator's approval, if it needed one, has its own row)."""
+    fields = "'tool', tool, 'turn_id', turn_id, 'idempotency_key', idempotency_key"
+    details = (
+        f"json_build_object({fields})::text"
+        if tx.dialect == "postgres"
+        else f"json_object({fields})"
+    )
+    tx.execute(
+        "INSERT INTO audit_log (tenant_id, actor, role, action, target_id, session_id, at,"
+        f" details) SELECT tenant_id, 'model', 'model', ?, call_id, session_id, ?, {details}"
+        " FROM tool_calls WHERE idempotency_key = ?"
+        + (" AND status = ?" if status is not None else ""),
+        (action, tx.now, key, *((status,) if status is not None else ())),
+    )

@@ -39,7 +39,7 @@ def build_app(service: MemoryService, auth: Authenticator) -> FastAPI:
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    db = SqliteDatabase(tmp_path / "api.db", migrations_dir=memory_migrations(tmp_path))
+    db = SqliteDatabase(tmp_path / "api.db", migrations_dir=memory_migrations())
     await db.open()
     yield MemoryService(db, clock=FixedClock(1_900_000_000.0))
     await db.close()

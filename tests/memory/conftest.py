@@ -1,9 +1,8 @@
-"""A real database (SQLite with the memory migrations, or a fresh PostgreSQL database: every
-memory test runs on both), a fixed clock, and the service over them."""
+"""A real database (SQLite, or a fresh PostgreSQL database: every memory test runs on both),
+a fixed clock, and the service over them."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,23 +16,15 @@ from app.settings import PROJECT_ROOT
 from app.storage.port import Database
 from app.storage.sqlite import SqliteDatabase
 
-MIGRATIONS = (
-    PROJECT_ROOT / "migrations" / "0003_memory.sql",
-    PROJECT_ROOT / "migrations" / "0007_memory_origin.sql",
-)
-
 ALICE = Scope("acme", "alice")
 BOB = Scope("acme", "bob")
 OTHER_TENANT_ALICE = Scope("globex", "alice")
 
 
-def memory_migrations(tmp_path: Path) -> Path:
-    """Only the memory migrations: these tests don't depend on other areas' schemas."""
-    directory = tmp_path / "migrations"
-    directory.mkdir(exist_ok=True)
-    for migration in MIGRATIONS:
-        shutil.copy(migration, directory / migration.name)
-    return directory
+def memory_migrations() -> Path:
+    """The schema memory needs: its own tables and the audit log its changes are written to
+    (that is, every migration: the audit log's came with the approvals')."""
+    return PROJECT_ROOT / "migrations"
 
 
 @pytest.fixture
@@ -51,7 +42,7 @@ async def db(tmp_path: Path, backend: str, open_db: Any) -> AsyncIterator[Databa
     if backend == "postgres":
         yield await open_db()
         return
-    database = SqliteDatabase(tmp_path / "memory.db", migrations_dir=memory_migrations(tmp_path))
+    database = SqliteDatabase(tmp_path / "memory.db", migrations_dir=memory_migrations())
     await database.open()
     yield database
     await database.close()

@@ -8,6 +8,7 @@ import pytest
 from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
 from app.memory.service import MemoryService
+from app.storage.audit import AuditStore
 from app.storage.port import Database
 from tests.memory.conftest import ALICE, BOB, OTHER_TENANT_ALICE
 
@@ -134,6 +135,16 @@ async def test_forget_that_in_conversation_deletes_what_was_last_stored(
     assert (audit["action"], audit["actor"], audit["reason"]) == (
         "forgotten", "session:ses_1", "user_request",
     )  # fmt: skip
+    # The tenant's audit trail has each change, by whom: the customer's own words.
+    trail = await AuditStore(memory.db).list(ALICE.tenant_id, session_id="ses_1")
+    assert [(e.action, e.actor, e.role) for e in trail] == [
+        ("memory.written", "session:ses_1", "customer"),
+        ("memory.written", "session:ses_1", "customer"),
+        ("memory.forgotten", "session:ses_1", "customer"),
+    ]
+    assert trail[-1].details == {
+        "user_id": "alice", "key": "preference.courier", "reason": "user_request",
+    }  # fmt: skip
 
 
 async def test_forget_that_deletes_what_was_last_recalled(memory: MemoryService, clock):

@@ -182,6 +182,7 @@ async def upsert_memory(
         confidence=body.confidence,
         valid_until=body.valid_until.timestamp() if body.valid_until else None,
         actor=principal.subject,
+        role=principal.role,
     )
     response.status_code = status.HTTP_201_CREATED if written.action == "created" else 200
     out = MemoryOut.of(written.item, memory)
@@ -198,7 +199,11 @@ async def delete_memory(
 ) -> Response:
     require_role(principal, "operator")
     await memory.delete(
-        _scope(principal, user_id), memory_id, actor=principal.subject, reason=reason
+        _scope(principal, user_id),
+        memory_id,
+        actor=principal.subject,
+        reason=reason,
+        role=principal.role,
     )
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -214,6 +219,7 @@ async def forget_memories(
         query=body.query,
         actor=principal.subject,
         reason=body.reason,
+        role=principal.role,
     )
     return Forgotten(deleted=deleted)
 

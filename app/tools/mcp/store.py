@@ -9,7 +9,9 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.storage import audit
 from app.storage.port import Connection, Database
+from app.storage.tx import Tx
 from app.tools.mcp.definitions import Definition
 
 FIRST_SEEN = "first-seen"  # `approved_by` of a definition trusted on first sight
@@ -111,6 +113,16 @@ class SqliteDefinitionStore:
                     approved.approved_at,
                 ),
             )
+            if tenant_id is not None:  # a person's approval (first sight trusts nobody's)
+                audit.record(
+                    Tx(conn),
+                    tenant_id=tenant_id,
+                    actor=approved_by,
+                    role="admin",  # the route approves for admins only
+                    action="mcp.approved",
+                    target_id=f"{server}/{approved.tool}",
+                    details={"fingerprint": approved.fingerprint, "decision": approved.decision},
+                )
 
         await self.db.write(write)
         return approved
