@@ -229,6 +229,12 @@ class Settings(BaseSettings):
         """The PostgreSQL URL when PostgreSQL is the store, else None (SQLite)."""
         return None if self.database_url is None else self.database_url.get_secret_value()
 
+    @field_validator("auth_secret", mode="before")
+    @classmethod
+    def _blank_secret_is_none(cls, value: Any) -> Any:
+        # `HERMES_AUTH_SECRET=` (compose's `${VAR:-}`) means unset, not a 0-character secret.
+        return None if value == "" else value
+
     @field_validator("api_keys")
     @classmethod
     def _api_keys_shape(cls, value: list[str]) -> list[str]:

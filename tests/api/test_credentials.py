@@ -18,6 +18,7 @@ from app.testing import LiveService, read_events, serve
 from tests.api.test_sessions import assert_error
 
 AGENT, OPERATOR, OTHER = "acme-agent-key-0001", "acme-operator-key-1", "globex-agent-key-01"
+CUSTOMER = "acme-customer-key-01"
 SECRET = "s" * 40
 ORIGIN = "https://desk.example.com"
 
@@ -26,7 +27,12 @@ ORIGIN = "https://desk.example.com"
 async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
     settings = make_settings(
         auth="api_key",
-        api_keys=[f"acme:agent:{AGENT}", f"acme:operator:{OPERATOR}", f"globex:agent:{OTHER}"],
+        api_keys=[
+            f"acme:agent:{AGENT}",
+            f"acme:operator:{OPERATOR}",
+            f"globex:agent:{OTHER}",
+            f"acme:customer:{CUSTOMER}",
+        ],
         auth_secret=SECRET,
         cors_origins=[ORIGIN],
     )
@@ -160,6 +166,10 @@ async def test_the_desk_signs_in_with_a_key_and_holds_only_an_httponly_cookie(
         401,
         "unauthorized",
     )
+    # A customer-facing key holds conversations; it does not sign in at the desk.
+    refused = await client.post("/v1/desk/login", json={"api_key": CUSTOMER})
+    assert_error(refused, 403, "forbidden")
+    assert "set-cookie" not in refused.headers
     response = await client.post("/v1/desk/login", json={"api_key": OPERATOR})
     assert response.status_code == 200, response.text
     signed_in = response.json()
@@ -245,3 +255,15 @@ def _subject(key: str) -> str:
     import hashlib
 
     return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+async def test_a_customer_key_s_stream_token_follows_its_own_session(
+    svc: LiveService,
+) -> None:
+    # What a customer's page does: its backend holds the key, the page gets a token.
+    session_id = await _session(svc, CUSTOMER)
+    minted = await _token(svc, session_id, CUSTOMER)
+    event = await _first_event(
+        svc, minted["events_url"].split("?")[0], stream_token=minted["token"]
+    )
+    assert event.event == "session.created"

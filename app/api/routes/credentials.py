@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Request, Response, status
 from pydantic import BaseModel, Field
 
+from app.api.auth import require_role
 from app.api.deps import (
     DESK_COOKIE,
     AuthDep,
@@ -49,7 +50,10 @@ class DeskSessionOut(BaseModel):
 
 _AUTH_ERRORS: dict[int | str, dict[str, object]] = {
     401: {"model": ErrorResponse, "description": "No, unknown or expired credentials"},
-    403: {"model": ErrorResponse, "description": "csrf_failed: a cookie without its token"},
+    403: {
+        "model": ErrorResponse,
+        "description": "csrf_failed: a cookie without its token; a customer key at the desk",
+    },
 }
 
 
@@ -88,6 +92,7 @@ async def desk_login(
     signer: SignerDep,
 ) -> DeskSessionOut:
     principal = auth.resolve(None, body.api_key)
+    require_role(principal, "agent")  # the desk is for agents; a customer's page needs none
     ttl = settings.desk_session_ttl_s
     token, claims = signer.issue("desk", principal, ttl)
     response.set_cookie(

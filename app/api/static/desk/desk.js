@@ -217,6 +217,8 @@ async function openSession(id) {
   $("session-id").textContent = id;
   view = { id, bubbles: new Map(), texts: new Map(), held: false };
   setHandoff(null);
+  for (const panel of ["intent", "memories", "summary"]) $(panel).append(el("span", { class: "note" }, "nothing yet"));
+  refreshSessions();
   await loadTexts(view);
   const url = (after) => Promise.resolve(`/v1/sessions/${encodeURIComponent(id)}/events?after=${after}`);
   view.follower = new Follower(url, (event) => onEvent(view, event), (state) => badge($("stream-state"), state));
@@ -302,7 +304,7 @@ async function onEvent(v, event) {
     case "intent.classified":
       $("intent").replaceChildren(
         el("div", {}, el("b", { class: "intent-name" }, d.intent || "?"), ` ${Math.round((d.confidence || 0) * 100)} %`),
-        pretty(d.slots || {}),
+        el("ul", { class: "slots" }, ...(d.slots || []).map((slot) => el("li", {}, el("code", {}, slot.name), ` = ${slot.value}`))),
       );
       break;
     case "memory.recalled":
