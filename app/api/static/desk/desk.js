@@ -79,7 +79,16 @@ class Follower {
 
   async start() {
     if (this.stopped) return;
-    const source = new EventSource(await this.url(this.last));
+    let url;
+    try {
+      url = await this.url(this.last);
+    } catch (error) { // no token to be had yet (the network is down): try again shortly
+      this.state("reconnecting");
+      this.retry = setTimeout(() => this.start(), 1000);
+      return;
+    }
+    if (this.stopped) return;
+    const source = new EventSource(url);
     this.source = source;
     source.onopen = () => this.state("live");
     source.onerror = () => {
