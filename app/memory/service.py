@@ -251,9 +251,11 @@ class MemoryService(Store):
 
     async def _erased(self, erased: list[erase.Erased]) -> list[erase.Erased]:
         """Erasure is done only when no postings of the erased text are left in the index:
-        merge it (in short steps that let other writes in) before reporting success."""
+        merge it (in short steps that let other writes in), and nothing of it in the database
+        files (`Database.scrub`), before reporting success."""
         if erased:
             await compact_index(self)
+            await self.db.scrub(("memory_history",))  # and out of the WAL (SQLite)
         return erased
 
     # -- the turn loop ----------------------------------------------------------------------

@@ -108,6 +108,11 @@ class Database(Protocol):
 
     async def ping(self) -> None: ...
 
+    async def scrub(self, tables: Sequence[str] = ()) -> None:
+        """Make what was just erased from `tables` gone from the files now, not at some later
+        checkpoint or vacuum (SQLite: the WAL checkpointed and truncated; PostgreSQL: VACUUM)."""
+        ...
+
     async def vacuum(self, table: str) -> None:
         """Drop what deleted rows left in the table's indexes, now (PostgreSQL's VACUUM;
         SQLite's FTS index is merged by the memory store's own statements)."""

@@ -23,6 +23,21 @@ _MAX_ID = 128
 _MAX_TIME = 2**63 - 1
 
 
+# Every table whose rows belong to one session (deleted with it by ON DELETE CASCADE).
+SESSION_TABLES = (
+    "sessions",
+    "turns",
+    "messages",
+    "events",
+    "session_snapshots",
+    "steps",
+    "tool_calls",
+    "approvals",
+    "confirmations",
+    "session_leases",
+)
+
+
 @dataclass(frozen=True)
 class Page:
     items: list[Session]
@@ -118,13 +133,19 @@ class SessionStore(Store):
         return Page(items, next_cursor)
 
     async def delete(self, tenant_id: str, session_id: str) -> bool:
+        """Delete the session and everything of it (the foreign keys cascade), gone from the
+        database files too by the time this returns (`Database.scrub`)."""
+
         def delete(tx: Tx) -> bool:
             cur = tx.execute(
                 "DELETE FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id)
             )
             return cur.rowcount > 0
 
-        return await self.transact(delete)
+        deleted = await self.transact(delete)
+        if deleted:
+            await self.db.scrub(SESSION_TABLES)
+        return deleted
 
     async def archive_idle(self, cutoff: float) -> list[str]:
         """Archive active sessions idle since before `cutoff` that have no open turn and that

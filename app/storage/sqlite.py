@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from app.storage.port import DbCounts, Dialect
 from app.storage.writer import BatchWriter
 
 __all__ = ["DbCounts", "SqliteDatabase"]
+
+log = logging.getLogger(__name__)
 
 
 class _CountingConnection(sqlite3.Connection):
@@ -54,6 +58,9 @@ class _CountingConnection(sqlite3.Connection):
 
 def _configure(conn: sqlite3.Connection, synchronous: str, busy_timeout_ms: int) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    # What is deleted is overwritten with zeros (in its page and in freed pages), so erased
+    # data does not linger in the file; `scrub` then takes it out of the WAL too.
+    conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -167,6 +174,25 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     async def ping(self) -> None:
         """A trivial read through the pool: raises if the database cannot answer."""
         await self.fetchone("SELECT 1")
+
+    async def scrub(self, tables: Sequence[str] = ()) -> None:
+        """Erased data out of the WAL: its pages are checkpointed into the database (where
+        `secure_delete` zeroed what was deleted) and the WAL file truncated, so no frame of
+        the old pages is left. Retries while readers hold old snapshots, a few seconds at most."""
+        await asyncio.to_thread(self._checkpoint_truncate)
+
+    def _checkpoint_truncate(self, attempts: int = 50) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            for _ in range(attempts):
+                busy, _frames, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if not busy:
+                    return
+                time.sleep(0.05)
+            log.warning("the WAL could not be truncated: readers kept old snapshots open")
+        finally:
+            conn.close()
 
     async def vacuum(self, table: str) -> None:
         """Nothing to do: deleted rows leave no index entries behind in SQLite's B-trees, and

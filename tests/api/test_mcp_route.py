@@ -178,6 +178,14 @@ async def test_only_an_admin_reapproves_a_changed_tool(svc: LiveService) -> None
     assert again.status_code == 200 and again.json()["changed"] is False
     assert again.json()["approved_by"] == subject(ADMIN)
     assert len(await decisions(svc)) == 2  # nothing was decided
+    # The admin's approval (not the first sight) is in the tenant's audit trail.
+    trail = await svc.client.get("/v1/audit", params={"action": "mcp.approved"}, headers=as_(ADMIN))
+    assert trail.status_code == 200, trail.text
+    [entry] = trail.json()["items"]
+    assert (entry["actor"], entry["role"], entry["target_id"]) == (
+        subject(ADMIN), "admin", "scripted/echo",
+    )  # fmt: skip
+    assert entry["details"]["fingerprint"] == tool["fingerprint"]
 
 
 async def test_unknown_and_malformed_names(svc: LiveService) -> None:

@@ -93,3 +93,36 @@ async def test_reads_are_listed_per_tenant_and_filtered(db: Database) -> None:
     assert read.details == {"tool": "send_email", "status": "pending"}
     assert await audit.list("acme", target_id=theirs.id) == []
     assert [e.actor for e in await audit.list("other", session_id=theirs.session_id)] == ["key_x"]
+
+
+async def test_a_side_effecting_calls_outcome_is_audited_without_its_arguments(
+    db: Database,
+) -> None:
+    from app.storage.tool_calls import ToolCallStore
+
+    session = await SessionStore(db).create("acme", "u1", {})
+    calls = ToolCallStore(db)
+    for key, call_id, ok in (("k-ok", "call_1", True), ("k-bad", "call_2", False)):
+        await calls.begin(
+            key=key,
+            tenant_id="acme",
+            session_id=session.id,
+            turn_id="turn_1",
+            call_id=call_id,
+            tool="create_ticket",
+        )
+        if ok:
+            await calls.succeed(key, {"ticket_id": "TK00000001", "summary": "secret words"})
+        else:
+            await calls.abandon(key)
+    trail = await AuditStore(db).list("acme", session_id=session.id)
+    assert [(e.action, e.target_id, e.actor, e.role) for e in trail] == [
+        ("tool.succeeded", "call_1", "model", "model"),
+        ("tool.failed", "call_2", "model", "model"),
+    ]
+    assert trail[1].details == {
+        "tool": "create_ticket", "turn_id": "turn_1", "idempotency_key": "k-bad",
+    }  # fmt: skip
+    assert "secret words" not in str(trail)
+    assert await calls.stored_result("k-bad") is None  # the failed attempt is gone
+    assert await AuditStore(db).list("other", session_id=session.id) == []

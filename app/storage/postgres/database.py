@@ -341,16 +341,29 @@ class PostgresDatabase(BatchWriter[PgConnection]):
     async def ping(self) -> None:
         await self.fetchone("SELECT 1")
 
+    async def scrub(self, tables: Sequence[str] = ()) -> None:
+        """Erased rows out of the tables now: VACUUM each (dead tuples stay readable in the
+        files until then). The server's WAL and any archive keep them until recycled; their
+        retention is the operator's (docs/operations.md)."""
+        await self._vacuum_all(tables)
+
     async def vacuum(self, table: str) -> None:
         """VACUUM the table on a connection of its own (it can't run in a transaction): the
         index entries of deleted rows — a forgotten memory's trigrams among them — go now, not
         whenever autovacuum comes by."""
-        if not table.isidentifier():
-            raise ValueError(f"not a table name: {table!r}")
+        await self._vacuum_all([table])
+
+    async def _vacuum_all(self, tables: Sequence[str]) -> None:
+        for table in tables:
+            if not table.isidentifier():
+                raise ValueError(f"not a table name: {table!r}")
+        if not tables:
+            return
 
         def run() -> None:
             with connect(self.url, timeout_s=self.connect_timeout_s) as conn:
-                conn.execute(f"VACUUM {table}")
+                for table in tables:
+                    conn.execute(f"VACUUM {table}")
 
         await asyncio.to_thread(run)
 
