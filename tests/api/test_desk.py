@@ -27,6 +27,7 @@ from app.llm.testing import FakeLLMServer, Gate, Reply, ToolCall, ToolCalls
 from app.testing import LiveService, read_events, serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+expect.set_options(timeout=10_000)  # a shared 2-core CI machine is sometimes slow
 
 CHROMIUM = "/usr/bin/chromium"
 OPERATOR = "acme-operator-key-1"
@@ -127,17 +128,12 @@ async def shot(page: Page, name: str) -> None:
 
 
 async def stored_events(svc: LiveService, session_id: str) -> list[tuple[int, str]]:
-    """Every event of the session as the service logged it, read over its own API."""
-    seen: list[tuple[int, str]] = []
+    """The session's events as the service logged them, to its turn's end, over its own API."""
     async with svc.client.stream(
         "GET", f"/v1/sessions/{session_id}/events", params={"after": 0}
     ) as response:
-        reader = read_events(response)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(0.5):  # the log is replayed at once; then it goes live
-                async for event in reader:
-                    seen.append((int(event.id or 0), event.event))
-    return seen
+        reader = read_events(response, until="turn.completed")
+        return [(int(event.id or 0), event.event) async for event in reader]
 
 
 async def desk_events(page: Page) -> list[tuple[int, str]]:

@@ -165,6 +165,8 @@ async function refreshLists() {
   clearTimeout(listTimer);
   try {
     await Promise.all([refreshQueue(), refreshSessions()]);
+  } catch (error) {
+    $("queue-note").textContent = `cannot reach Hermes: ${error.message}`;
   } finally {
     listTimer = setTimeout(refreshLists, 2000);
   }
@@ -227,7 +229,7 @@ async function openSession(id) {
   view = { id, bubbles: new Map(), texts: new Map(), held: false };
   setHandoff(null);
   for (const panel of ["intent", "memories", "summary"]) $(panel).append(el("span", { class: "note" }, "nothing yet"));
-  refreshSessions();
+  refreshSessions().catch(() => {});
   await loadTexts(view);
   const url = (after) => Promise.resolve(`/v1/sessions/${encodeURIComponent(id)}/events?after=${after}`);
   view.follower = new Follower(url, (event) => onEvent(view, event), (state) => badge($("stream-state"), state));
