@@ -71,7 +71,6 @@ SignerDep = Annotated[TokenSigner, Depends(get_signer)]
 def get_principal(
     request: Request,
     auth: AuthDep,
-    signer: SignerDep,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
@@ -81,6 +80,7 @@ def get_principal(
     cookie = request.cookies.get(DESK_COOKIE)
     if authorization or x_api_key or not cookie:
         return auth.resolve(authorization, x_api_key)
+    signer = get_signer(request)
     claims = signer.verify("desk", cookie)
     if not auth.still_valid(claims.principal):
         raise Unauthorized("the key this desk sign-in was made with is no longer configured")
@@ -109,7 +109,7 @@ def get_stream_principal(
     """The events route's caller: as every route's, or by a stream token for this session
     (the one place a credential is read from the URL)."""
     if stream_token is None:
-        return get_principal(request, auth, signer, authorization, x_api_key)
+        return get_principal(request, auth, authorization, x_api_key)
     claims = signer.verify("stream", stream_token)
     if claims.session_id != session_id:
         raise Forbidden("this stream token is for another session")
