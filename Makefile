@@ -18,7 +18,7 @@ LOAD_USERS ?= 50
 LOAD_SECONDS ?= 60
 LOAD_MAX_P95_MS ?= 2500
 
-.PHONY: run test eval load-ci install bench clean
+.PHONY: run test eval load-ci install bench clean browser desk-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,14 @@ run: install
 	mkdir -p var
 	$(BIN)/hermes serve --host 127.0.0.1 --port 8000 --db ./var/hermes.db
 
-test: install
+# The desk's browser tests drive Debian's chromium through Playwright (never its own download).
+CHROMIUM ?= /usr/bin/chromium
+
+browser:
+	@test -x $(CHROMIUM) || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -52,6 +59,10 @@ load-ci: install
 
 bench: install
 	$(BIN)/python bench/turn_overhead.py
+
+# The pictures in docs/desk.md, taken by the desk's browser tests.
+desk-screenshots: install browser
+	DESK_SCREENSHOTS=docs/desk $(BIN)/pytest -q tests/api/test_desk.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

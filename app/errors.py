@@ -110,6 +110,12 @@ class Forbidden(HermesError):
     code = "forbidden"
 
 
+class CsrfFailed(Forbidden):
+    """A state-changing request signed in by the desk's cookie without its CSRF token."""
+
+    code = "csrf_failed"
+
+
 class NotHandoffAgent(Forbidden):
     """Another agent holds the session; releasing it needs that agent or an operator."""
 

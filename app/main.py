@@ -16,6 +16,7 @@ from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, Ses
 from app.api.routes import (
     approvals,
     audit,
+    credentials,
     handoffs,
     health,
     mcp,
@@ -26,9 +27,15 @@ from app.api.routes import (
     tools,
     turns,
 )
+from app.api.routes.pages import install_pages
+from app.api.tokens import TokenSigner
 from app.llm.gateway import ChatModel
 from app.runtime import open_runtime
 from app.settings import Settings, load_settings
+
+# Response headers a browser client on another origin must be able to read: that a POST was a
+# replay of an earlier one, and the request id to quote in a support ticket.
+EXPOSED_HEADERS = ("Idempotent-Replayed", "X-Request-ID")
 
 
 def create_app(settings: Settings | None = None, *, model: ChatModel | None = None) -> FastAPI:
@@ -49,9 +56,13 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
         version=__version__,
         description="Agent runtime for call-centre frontends.",
         lifespan=lifespan,
+        docs_url=None,  # served from local assets by install_pages: no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.auth = Authenticator(settings.auth, settings.api_keys)
+    secret = settings.auth_secret
+    app.state.signer = TokenSigner(secret.get_secret_value().encode() if secret else None)
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
@@ -64,13 +75,23 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(nlu.router)
     app.include_router(memories.router)
     app.include_router(mcp.router)
+    app.include_router(credentials.router)
+    install_pages(app)
     app.include_router(audit.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "X-API-Key", "Content-Type", "Last-Event-ID"],
+            allow_headers=[
+                "Authorization",
+                "X-API-Key",
+                "Content-Type",
+                "Last-Event-ID",
+                "X-Request-ID",
+            ],
+            # Without these a script on another origin cannot read them from a response.
+            expose_headers=list(EXPOSED_HEADERS),
         )
     app.add_middleware(SessionLaneMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

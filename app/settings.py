@@ -132,6 +132,12 @@ class Settings(BaseSettings):
     auth: Literal["off", "api_key"] = "off"
     # Each entry is "tenant:role:key" (role is customer, agent, operator or admin).
     api_keys: CommaList = Field(default_factory=list)
+    # Signs the desk's session cookies and the stream tokens (HMAC-SHA256). Unset: a random
+    # secret per process, so tokens die with the process and other processes refuse them; set
+    # it (the same on every process) when several serve one deployment.
+    auth_secret: SecretStr | None = Field(None, min_length=32)
+    stream_token_ttl_s: int = Field(300, ge=10, le=86400)  # the longest a stream token lives
+    desk_session_ttl_s: int = Field(8 * 3600, ge=60, le=7 * 86400)  # a desk sign-in
 
     # -- tools ----------------------------------------------------------------------------------
     tools_file: Path = PROJECT_ROOT / "tools.yaml"
@@ -247,6 +253,12 @@ class Settings(BaseSettings):
         """The PostgreSQL URL when PostgreSQL is the store, else None (SQLite)."""
         return None if self.database_url is None else self.database_url.get_secret_value()
 
+    @field_validator("auth_secret", mode="before")
+    @classmethod
+    def _blank_secret_is_none(cls, value: Any) -> Any:
+        # `HERMES_AUTH_SECRET=` (compose's `${VAR:-}`) means unset, not a 0-character secret.
+        return None if value == "" else value
+
     @field_validator("api_keys")
     @classmethod
     def _api_keys_shape(cls, value: list[str]) -> list[str]:
@@ -339,7 +351,7 @@ def config_error(exc: ValidationError) -> ConfigError:
 
 
 # Values never echoed in an error: they may hold credentials (a Redis URL's password).
-_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url"})
+_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url", "auth_secret"})
 
 
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:

@@ -46,6 +46,13 @@ class Authenticator:
             raise Unauthorized("unknown API key")
         return match
 
+    def still_valid(self, principal: Principal) -> bool:
+        """Whether a principal a signed token carries still has its key configured (a key
+        removed from HERMES_API_KEYS ends the desk sign-ins and stream tokens made with it)."""
+        if self.mode == "off":
+            return principal == LOCAL
+        return any(key.principal == principal for key in self._keys)
+
 
 def require_role(principal: Principal, role: Role) -> None:
     if not principal.at_least(role):

@@ -6,19 +6,23 @@ Every route takes what it needs from here (`*Dep` aliases); this is the one modu
 
 from __future__ import annotations
 
+import hmac
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Query, Request
 
 from app.api.auth import Authenticator
+from app.api.params import SessionId
+from app.api.tokens import TokenSigner
 from app.conversation.handoff import HandoffDesk
 from app.conversation.service import ConversationService
-from app.errors import NLUUnavailable
+from app.errors import CsrfFailed, Forbidden, NLUUnavailable, Unauthorized
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
 from app.resilience.concurrency import KeyedCounter
 from app.runtime import Runtime
+from app.settings import Settings
 from app.storage.audit import AuditStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ToolExecutor
@@ -36,16 +40,86 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+DESK_COOKIE = "hermes_desk"
+CSRF_HEADER = "X-CSRF-Token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_authenticator(request: Request) -> Authenticator:
+    auth: Authenticator = request.app.state.auth
+    return auth
+
+
+AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
+
+
+def get_signer(request: Request) -> TokenSigner:
+    signer: TokenSigner = request.app.state.signer
+    return signer
+
+
+SignerDep = Annotated[TokenSigner, Depends(get_signer)]
+
+
 def get_principal(
     request: Request,
+    auth: AuthDep,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
-    auth: Authenticator = request.app.state.auth
-    return auth.resolve(authorization, x_api_key)
+    """An API key in a header wins; else the desk's sign-in cookie, whose state-changing
+    requests must carry its CSRF token; else no credentials (401, or the local principal when
+    authentication is off)."""
+    cookie = request.cookies.get(DESK_COOKIE)
+    if authorization or x_api_key or not cookie:
+        return auth.resolve(authorization, x_api_key)
+    signer = get_signer(request)
+    claims = signer.verify("desk", cookie)
+    if not auth.still_valid(claims.principal):
+        raise Unauthorized("the key this desk sign-in was made with is no longer configured")
+    if request.method not in _SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), signer.csrf_token(claims).encode()):
+            raise CsrfFailed(f"a signed-in desk must send its {CSRF_HEADER} header")
+    return claims.principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def get_stream_principal(
+    request: Request,
+    session_id: SessionId,
+    auth: AuthDep,
+    signer: SignerDep,
+    stream_token: Annotated[
+        str | None,
+        Query(max_length=1024, description="A token from POST /v1/stream-tokens (browsers)"),
+    ] = None,
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Principal:
+    """The events route's caller: as every route's, or by a stream token for this session
+    (the one place a credential is read from the URL)."""
+    if stream_token is None:
+        return get_principal(request, auth, authorization, x_api_key)
+    claims = signer.verify("stream", stream_token)
+    if claims.session_id != session_id:
+        raise Forbidden("this stream token is for another session")
+    if not auth.still_valid(claims.principal):
+        raise Unauthorized("the key this stream token was made with is no longer configured")
+    return claims.principal
+
+
+StreamPrincipalDep = Annotated[Principal, Depends(get_stream_principal)]
 
 
 def get_streams(runtime: RuntimeDep) -> KeyedCounter:

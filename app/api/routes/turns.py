@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api import sse
 from app.api.auth import require_role
-from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamsDep
+from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipalDep, StreamsDep
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
@@ -98,6 +98,8 @@ async def cancel_turn(
     "/{session_id}/events",
     responses={
         200: {"description": "Server-Sent Events", "content": {"text/event-stream": {}}},
+        401: {"model": ErrorResponse, "description": "No, unknown or expired credentials"},
+        403: {"model": ErrorResponse, "description": "A stream token for another session"},
         404: {"model": ErrorResponse, "description": "No such session"},
         422: {"model": ErrorResponse, "description": "Invalid id or Last-Event-ID / ?after="},
         429: {"model": ErrorResponse, "description": "Too many open streams for this key"},
@@ -105,7 +107,7 @@ async def cancel_turn(
 )
 async def session_events(
     session_id: SessionId,
-    principal: PrincipalDep,
+    principal: StreamPrincipalDep,
     conversation: ConversationDep,
     streams: StreamsDep,
     resume: ResumeAfter,
