@@ -12,6 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
+from app.api.openapi import install_openapi
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
 from app.api.routes import (
     approvals,
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.state.settings = settings
     app.state.auth = Authenticator(settings.auth, settings.api_keys)
     install_error_handlers(app)
+    install_openapi(app, auth_required=settings.auth != "off")
     app.include_router(health.router)
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
     app.include_router(sessions.router)
