@@ -12,8 +12,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
-from app.api.openapi import install_openapi
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
+from app.api.openapi import install_openapi
 from app.api.routes import (
     approvals,
     audit,

@@ -119,8 +119,10 @@ async def main() -> int:
             *(["--seed", str(args.seed)] if args.seed is not None else []),
         ]
         print(f"schemathesis against {hermes.url} (Hermes log: {tmp / 'hermes.log'})", flush=True)
-        env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_hooks"}
-        run = await asyncio.to_thread(subprocess.run, command, cwd=ROOT, env=env)
+        # Run in the temp dir (schemathesis keeps a cache in its working directory); the hooks
+        # module is imported from the project.
+        env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_hooks", "PYTHONPATH": str(ROOT)}
+        run = await asyncio.to_thread(subprocess.run, command, cwd=tmp, env=env)
         return run.returncode
     finally:
         stop(procs)

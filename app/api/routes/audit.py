@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 
 from app.api.auth import require_role
 from app.api.deps import AuditDep, PrincipalDep
-from app.api.params import Instant
+from app.api.params import MAX_SEQ, Instant
 from app.api.schemas import AuditEntryOut, AuditList, ErrorResponse
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
@@ -32,7 +32,7 @@ async def list_audit(
     action: _Text = None,
     session_id: _Text = None,
     target_id: _Text = None,
-    after: Annotated[int, Query(ge=0, description="Entries after this id")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_SEQ, description="Entries after this id")] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> AuditList:
     require_role(principal, "admin")

@@ -87,7 +87,8 @@ class CreateMemory(BaseModel):
     key: str = Field(min_length=1, max_length=128, pattern=_KEY)
     value: str = Field(min_length=1, max_length=2000)
     tier: Literal["fact", "node"] = "fact"
-    confidence: float = Field(1.0, ge=0, le=1)
+    # Strict: a JSON number, not `true` or "0.5" (which pydantic would otherwise take).
+    confidence: float = Field(1.0, ge=0, le=1, strict=True)
     # With its zone (RFC 3339). One already past is allowed: the schema cannot say "future",
     # and the fact is simply expired (kept, listed, never recalled, archived by the sweeper).
     valid_until: Instant | None = None
