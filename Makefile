@@ -2,6 +2,7 @@
 #   make run    install everything, start Hermes on 127.0.0.1:8000 with SQLite at ./var/hermes.db
 #   make test   install everything (with dev tools), run lint, type checks and the whole test suite
 #   make eval   the scenario evaluation (evals/) with hermes/local; fails below the targets
+#   make fuzz   schemathesis over every operation of a live service; fails on any 5xx or mismatch
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,12 @@ BIN := $(VENV)/bin
 # hermes/local passes 178 of 178 (2026-12-01); below 0.95 fails the build.
 EVAL_MIN_SUCCESS ?= 0.95
 
-.PHONY: run test eval install bench clean
+# CI's fuzz stage: its time budget (seconds, the whole schemathesis run) and cases per operation;
+# about 2 minutes with start-up on 2 cores (docs/operations.md#fuzzing-the-api).
+FUZZ_SECONDS ?= 100
+FUZZ_EXAMPLES ?= 40
+
+.PHONY: run test eval fuzz install bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +43,9 @@ eval: install
 	mkdir -p var
 	HERMES_MODEL=hermes/local $(BIN)/hermes eval evals --quiet --json var/eval.json \
 		--min-success $(EVAL_MIN_SUCCESS)
+
+fuzz: install
+	$(BIN)/python -m bench.fuzz_api --max-time $(FUZZ_SECONDS) --max-examples $(FUZZ_EXAMPLES)
 
 bench: install
 	$(BIN)/python bench/turn_overhead.py
