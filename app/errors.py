@@ -68,6 +68,14 @@ class McpServerNotFound(NotFound):
     code = "mcp_server_not_found"
 
 
+class HandoffNotFound(NotFound):
+    code = "handoff_not_found"
+
+
+class SummaryNotFound(NotFound):
+    code = "summary_not_found"
+
+
 class McpToolNotFound(NotFound):
     code = "mcp_tool_not_found"
 
@@ -102,6 +110,12 @@ class Forbidden(HermesError):
     code = "forbidden"
 
 
+class NotHandoffAgent(Forbidden):
+    """Another agent holds the session; releasing it needs that agent or an operator."""
+
+    code = "handoff_not_yours"
+
+
 # -- the request conflicts with the current state ---------------------------------------------
 
 
@@ -121,6 +135,13 @@ class NoRunningTurn(Conflict):
 
 class ApprovalClosed(Conflict):
     code = "approval_not_pending"
+
+
+class HandoffConflict(Conflict):
+    """The handoff is not in a state that allows this (claimed by another agent, not yet
+    claimed, not held by the caller)."""
+
+    code = "handoff_conflict"
 
 
 class StepNotRetryable(Conflict):

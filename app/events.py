@@ -37,6 +37,13 @@ class EventType(StrEnum):
     MESSAGE_COMPLETED = "message.completed"
     TURN_COMPLETED = "turn.completed"
     TURN_FAILED = "turn.failed"
+    MESSAGE_RECEIVED = "message.received"
+    HANDOFF_REQUESTED = "handoff.requested"
+    HANDOFF_CLAIMED = "handoff.claimed"
+    HANDOFF_RELEASED = "handoff.released"
+    HANDOFF_EXPIRED = "handoff.expired"
+    SUGGESTION_READY = "suggestion.ready"
+    SESSION_SUMMARY = "session.summary"
 
 
 # A turn's stream ends with one of these.
@@ -276,3 +283,62 @@ def confirmation_resolved(
         "status": status,
     }
     return NewEvent(EventType.CONFIRMATION_RESOLVED, data, turn_id)
+
+
+# -- a human agent --------------------------------------------------------------------------------
+
+
+def message_received(message_id: str, text: str, author: str = "customer") -> NewEvent:
+    """A customer's message while a human agent holds the session: stored, no bot turn."""
+    data = {"message_id": message_id, "author": author, "text": text}
+    return NewEvent(EventType.MESSAGE_RECEIVED, data)
+
+
+def desk_message(
+    turn_id: str | None, message_id: str, text: str, author: str, extra: dict[str, Any]
+) -> NewEvent:
+    """A message not written by a turn: the human agent's (`author` "agent") or the service's
+    own about the handoff (`author` "bot": position in the queue, the fallback)."""
+    data = {"turn_id": turn_id, "message_id": message_id, "text": text, "author": author, **extra}
+    return NewEvent(EventType.MESSAGE_COMPLETED, data, turn_id)
+
+
+def handoff_requested(
+    handoff_id: str, *, reason: str, requested_by: str, position: int, expected_wait_s: float
+) -> NewEvent:
+    data = {
+        "handoff_id": handoff_id,
+        "reason": reason,
+        "requested_by": requested_by,
+        "position": position,
+        "expected_wait_s": expected_wait_s,
+    }
+    return NewEvent(EventType.HANDOFF_REQUESTED, data)
+
+
+def handoff_claimed(handoff_id: str, agent: str, waited_s: float) -> NewEvent:
+    data = {"handoff_id": handoff_id, "agent": agent, "waited_s": round(waited_s, 3)}
+    return NewEvent(EventType.HANDOFF_CLAIMED, data)
+
+
+def handoff_released(handoff_id: str, agent: str, status: str) -> NewEvent:
+    """`status`: "released" (back to the bot) or "closed" (the session ended with it)."""
+    return NewEvent(
+        EventType.HANDOFF_RELEASED, {"handoff_id": handoff_id, "agent": agent, "status": status}
+    )
+
+
+def handoff_expired(handoff_id: str, ticket_id: str) -> NewEvent:
+    """Nobody claimed the handoff in time: a call-back ticket was opened instead."""
+    return NewEvent(EventType.HANDOFF_EXPIRED, {"handoff_id": handoff_id, "ticket_id": ticket_id})
+
+
+def suggestion_ready(suggestion_id: str, text: str, for_message_id: str | None) -> NewEvent:
+    """A reply the bot drafted for the human agent; never sent on its own."""
+    data = {"suggestion_id": suggestion_id, "text": text, "for_message_id": for_message_id}
+    return NewEvent(EventType.SUGGESTION_READY, data)
+
+
+def session_summary(summary: dict[str, Any]) -> NewEvent:
+    """The contact summary written when the session ended (the body of GET .../summary)."""
+    return NewEvent(EventType.SESSION_SUMMARY, summary)

@@ -17,6 +17,7 @@ from app.api.openapi import install_openapi
 from app.api.routes import (
     approvals,
     audit,
+    handoffs,
     health,
     mcp,
     memories,
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(sessions.router)
     app.include_router(turns.router)
     app.include_router(approvals.router)
+    app.include_router(handoffs.router)
     app.include_router(tools.router)
     app.include_router(steps.router)
     app.include_router(nlu.router)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Role = Literal["agent", "operator", "admin"]
+# `customer`: a customer-facing frontend's key (sessions, messages, asking for a person); `agent`
+# and above also work the desk (the handoff queue, taking a session over).
+Role = Literal["customer", "agent", "operator", "admin"]
 
-_RANK = {"agent": 0, "operator": 1, "admin": 2}
+_RANK = {"customer": -1, "agent": 0, "operator": 1, "admin": 2}
 
 
 @dataclass(frozen=True)

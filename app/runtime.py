@@ -21,6 +21,7 @@ from app.conversation.budget import (
 )
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
+from app.conversation.handoff import HandoffConfig, HandoffDesk
 from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.manager import TurnManager
 from app.conversation.ownership import LeaseConfig, SessionLeases, keep_leases
@@ -75,6 +76,7 @@ class Runtime:
     db: Database
     bus: EventBus
     conversation: ConversationService
+    desk: HandoffDesk
     manager: TurnManager
     registry: ToolRegistry
     executor: ToolExecutor
@@ -410,6 +412,11 @@ async def open_runtime(
                 ),
                 turn_timeout_s=settings.turn_timeout_s,
                 leases=leases,
+                handoff=HandoffConfig(
+                    fallback_s=settings.handoff_fallback_s,
+                    wait_per_position_s=settings.handoff_wait_per_position_s,
+                    sweep_s=settings.handoff_sweep_interval_s,
+                ),
             ),
         )
         manager, conversation, steps, turns = core.manager, core.service, stores.steps, stores.turns
@@ -429,11 +436,13 @@ async def open_runtime(
         )
         background(stack, _sweep_idle(conversation, settings), "idle-sweeper")
         background(stack, watchdog.run(), "watchdog")
+        background(stack, core.desk.run(), "handoff-sweeper")
         yield Runtime(
             settings=settings,
             db=db,
             bus=bus,
             conversation=conversation,
+            desk=core.desk,
             manager=manager,
             registry=registry,
             executor=executor,

@@ -113,7 +113,7 @@ class Settings(BaseSettings):
 
     # -- auth -----------------------------------------------------------------------------------
     auth: Literal["off", "api_key"] = "off"
-    # Each entry is "tenant:role:key" (role is agent, operator or admin).
+    # Each entry is "tenant:role:key" (role is customer, agent, operator or admin).
     api_keys: CommaList = Field(default_factory=list)
 
     # -- tools ----------------------------------------------------------------------------------
@@ -124,6 +124,10 @@ class Settings(BaseSettings):
     tool_breaker_open_s: float = Field(600.0, gt=0)
     tool_max_failures_per_turn: int = Field(3, ge=1)
     approval_timeout_s: float = Field(300.0, gt=0)
+    # A handoff nobody claims within this many seconds: a call-back ticket and a polite message.
+    handoff_fallback_s: float = Field(600.0, gt=0)
+    handoff_wait_per_position_s: float = Field(120.0, ge=0)  # the expected wait the customer hears
+    handoff_sweep_interval_s: float = Field(5.0, gt=0)
     # How long a customer has to answer "please confirm: …" (tools marked `confirm`).
     confirmation_timeout_s: float = Field(600.0, gt=0)
     # Extra regular expressions whose matches are masked in tool results, events and logs.
@@ -233,8 +237,8 @@ class Settings(BaseSettings):
             parts = entry.split(":")
             if len(parts) != 3 or not all(parts):
                 raise ValueError("each API key must be 'tenant:role:key'")
-            if parts[1] not in {"agent", "operator", "admin"}:
-                raise ValueError(f"unknown role {parts[1]!r} (agent, operator or admin)")
+            if parts[1] not in {"customer", "agent", "operator", "admin"}:
+                raise ValueError(f"unknown role {parts[1]!r} (customer, agent, operator or admin)")
             if len(parts[2]) < 16:
                 raise ValueError("API keys must be at least 16 characters")
         return value

@@ -182,6 +182,49 @@ SAMPLES: list[tuple[NewEvent, dict[str, Any], str | None]] = [
         {"turn_id": T, "code": "llm_timeout", "message": "too slow"},
         T,
     ),
+    (
+        events.message_received("msg_4", "hello?"),
+        {"message_id": "msg_4", "author": "customer", "text": "hello?"},
+        None,
+    ),
+    (
+        events.handoff_requested(
+            "hof_1", reason="asked", requested_by="customer", position=2, expected_wait_s=240.0
+        ),
+        {
+            "handoff_id": "hof_1",
+            "reason": "asked",
+            "requested_by": "customer",
+            "position": 2,
+            "expected_wait_s": 240.0,
+        },
+        None,
+    ),
+    (
+        events.handoff_claimed("hof_1", "key_abc", 12.34567),
+        {"handoff_id": "hof_1", "agent": "key_abc", "waited_s": 12.346},
+        None,
+    ),
+    (
+        events.handoff_released("hof_1", "key_abc", "released"),
+        {"handoff_id": "hof_1", "agent": "key_abc", "status": "released"},
+        None,
+    ),
+    (
+        events.handoff_expired("hof_1", "CB-1"),
+        {"handoff_id": "hof_1", "ticket_id": "CB-1"},
+        None,
+    ),
+    (
+        events.suggestion_ready("sug_1", "Sorry!", "msg_4"),
+        {"suggestion_id": "sug_1", "text": "Sorry!", "for_message_id": "msg_4"},
+        None,
+    ),
+    (
+        events.session_summary({"session_id": "ses_1", "disposition": "resolved"}),
+        {"session_id": "ses_1", "disposition": "resolved"},
+        None,
+    ),
 ]
 
 
@@ -203,6 +246,15 @@ def test_optional_parts_appear_only_when_given() -> None:
     assert resumed.data == {"turn_id": T, "user_message_id": "msg_1", "resumed_from_step": "stp_9"}
     followup = events.message_completed(T, "msg_3", "Still there?", {"followup": "ask_user"})
     assert list(followup.data) == ["turn_id", "message_id", "text", "followup"]
+    agent = events.desk_message(None, "msg_5", "Hi, Ana here", "agent", {"agent": "key_abc"})
+    assert agent.type == EventType.MESSAGE_COMPLETED and agent.turn_id is None
+    assert list(agent.data.items()) == [
+        ("turn_id", None),
+        ("message_id", "msg_5"),
+        ("text", "Hi, Ana here"),
+        ("author", "agent"),
+        ("agent", "key_abc"),
+    ]
 
 
 def test_types_are_their_wire_strings() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Header, Request
 
 from app.api.auth import Authenticator
+from app.conversation.handoff import HandoffDesk
 from app.conversation.service import ConversationService
 from app.errors import NLUUnavailable
 from app.memory.service import MemoryService
@@ -51,6 +52,13 @@ def get_conversation(runtime: RuntimeDep) -> ConversationService:
 
 
 ConversationDep = Annotated[ConversationService, Depends(get_conversation)]
+
+
+def get_desk(runtime: RuntimeDep) -> HandoffDesk:
+    return runtime.desk
+
+
+DeskDep = Annotated[HandoffDesk, Depends(get_desk)]
 
 
 def get_tools(runtime: RuntimeDep) -> ToolExecutor:

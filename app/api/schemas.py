@@ -91,6 +91,9 @@ class SessionList(BaseModel):
 class PostMessage(Strict):
     content: str = Field(min_length=1, max_length=32_000)
     client_message_id: str | None = Field(None, min_length=1, max_length=128, pattern=_ID)
+    # "agent": the human agent holding the session writes to its customer (no turn runs).
+    author: Literal["customer", "agent"] = "customer"
+    suggestion_id: str | None = Field(None, min_length=1, max_length=128, pattern=_ID)
 
 
 class MessageOut(BaseModel):

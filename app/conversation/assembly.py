@@ -9,10 +9,11 @@ drifting apart.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
+from app.conversation.handoff import HandoffConfig, HandoffDesk
 from app.conversation.loop import AgentLoop
 from app.conversation.manager import TurnManager
 from app.conversation.ownership import SessionLeases
@@ -22,12 +23,14 @@ from app.conversation.understanding import DualChannel
 from app.memory.port import TurnMemory
 from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
+from app.storage.handoffs import HandoffStore
 from app.storage.messages import MessageStore
 from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
 from app.storage.steps import StepStore
+from app.storage.summaries import SummaryStore
 from app.storage.turns import TurnStore
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
@@ -44,6 +47,8 @@ class TurnStores:
     snapshots: SnapshotStore
     steps: StepStore
     confirmations: ConfirmationStore
+    handoffs: HandoffStore
+    summaries: SummaryStore
 
     @classmethod
     def on(cls, db: Database, publish: Callable[[list[Event]], None]) -> TurnStores:
@@ -55,6 +60,8 @@ class TurnStores:
             snapshots=SnapshotStore(db, publish),
             steps=StepStore(db, publish),
             confirmations=ConfirmationStore(db, publish),
+            handoffs=HandoffStore(db, publish),
+            summaries=SummaryStore(db, publish),
         )
 
 
@@ -73,6 +80,7 @@ class TurnParts:
     turn_timeout_s: float
     # Several processes on one database: a session's turns run where its lease is held.
     leases: SessionLeases | None = None
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
 
 
 @dataclass(frozen=True)
@@ -80,11 +88,20 @@ class TurnCore:
     runner: TurnRunner
     manager: TurnManager
     service: ConversationService
+    desk: HandoffDesk
 
 
 def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
     """Runner, manager and service over `stores`. Nothing runs until the caller resumes queued
     turns (`manager.resume_queued()`) or posts a message."""
+    desk = HandoffDesk(
+        handoffs=stores.handoffs,
+        summaries=stores.summaries,
+        sessions=stores.sessions,
+        model=parts.loop.model,
+        config=parts.handoff,
+        system_prompt=parts.runner_config.system_prompt,
+    )
     runner = TurnRunner(
         turns=stores.turns,
         messages=stores.messages,
@@ -98,6 +115,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         context=parts.context,
         memory=parts.memory,
         confirmations=stores.confirmations,
+        ended=desk,
     )
     manager = TurnManager(
         turns=stores.turns,
@@ -115,5 +133,6 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         manager=manager,
         bus=bus,
         limits=parts.limits,
+        desk=desk,
     )
-    return TurnCore(runner, manager, service)
+    return TurnCore(runner, manager, service, desk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from app import events
 from app.conversation import confirmation
@@ -54,6 +55,13 @@ def asks_the_user(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
+class TurnEnded(Protocol):
+    """Told once a turn has completed, with what the customer's words asked for (the handoff
+    desk: a person, or the end of the contact)."""
+
+    async def turn_ended(self, turn: Turn, intent: str | None, language: str | None) -> None: ...
+
+
 class TurnRunner:
     """Every collaborator is required: a deployment without one passes its null object
     (`NullMemory` from app.memory.testing, `DualChannel(None, 1.0)` without NLU), so the turn
@@ -74,7 +82,9 @@ class TurnRunner:
         context: ContextBuilder,
         memory: TurnMemory,
         confirmations: ConfirmationStore,
+        ended: TurnEnded | None = None,
     ) -> None:
+        self.ended = ended
         self.context = context
         self.history = SessionHistory(
             messages,
@@ -248,6 +258,9 @@ class TurnRunner:
                 ],
                 self.config.step_queue_max_depth,
             )
+        if self.ended is not None and understanding is not None and understanding.confident:
+            result = understanding.result
+            await self.ended.turn_ended(turn, result.intent, result.language)
         return outcome
 
     def forget(self, session_id: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.conversation.events import EventBus, Follower
+from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
 from app.errors import NoRunningTurn, SessionNotFound, TurnFailed, TurnNotFound
 from app.principal import Principal
@@ -16,6 +17,13 @@ from app.storage.records import Event, Message, Session, Turn
 from app.storage.sessions import Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.text.tokens import estimate_tokens
+
+
+@dataclass(frozen=True)
+class Held:
+    """A customer's message stored for the human agent who holds the session: no turn."""
+
+    message: Message
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,9 @@ class ConversationService:
         manager: TurnManager,
         bus: EventBus,
         limits: TurnLimits,
+        desk: HandoffDesk | None = None,
     ) -> None:
+        self.desk = desk
         self.sessions = sessions
         self.turns = turns
         self.messages = messages
@@ -84,6 +94,8 @@ class ConversationService:
         archived = await self.sessions.archive_idle(cutoff)
         for session_id in archived:
             self.manager.forget(session_id)
+            if self.desk is not None:  # the contact ended by itself: its summary
+                await self.desk.wrap_up_idle(session_id)
         return archived
 
     async def list_messages(
@@ -96,7 +108,13 @@ class ConversationService:
 
     async def post_message(
         self, principal: Principal, session_id: str, content: str, client_message_id: str | None
-    ) -> Accepted:
+    ) -> Accepted | Held:
+        """A turn for the bot, or (while a human agent holds the session) the customer's
+        message stored for the agent, with no turn."""
+        if self.desk is not None:
+            held = await self.desk.hold(principal, session_id, content)
+            if held is not None:
+                return Held(held)
         accepted = await self.turns.accept(
             tenant_id=principal.tenant_id,
             session_id=session_id,

@@ -81,6 +81,21 @@ TOOL_CALLS = Counter(
 TOOL_SECONDS = Histogram(
     "hermes_tool_call_seconds", "Tool call duration by tool.", ["tool"], registry=REGISTRY
 )
+HANDOFF_QUEUE = Gauge(
+    "hermes_handoff_queue_length",
+    "Sessions waiting for a human agent (every tenant; read from the database on each sweep"
+    " and change).",
+    registry=REGISTRY,
+)
+HANDOFF_WAIT_SECONDS = Histogram(
+    "hermes_handoff_wait_seconds",
+    "How long a handoff waited: until an agent claimed it, or until it expired to the fallback.",
+    ["outcome"],
+    buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600),
+    registry=REGISTRY,
+)
+for _outcome in ("claimed", "expired"):  # both series exist from the start: a scrape sees 0
+    HANDOFF_WAIT_SECONDS.labels(outcome=_outcome)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY

@@ -4,7 +4,8 @@ A general table (`audit_log`, migration 0006) for actions that must be answerabl
 reads of unmasked data (`approval.read_full`), operators' decisions (`approval.decided`),
 side-effecting tool calls (`tool.succeeded`, `tool.failed`), memory changes
 (`memory.written`, `memory.verified`, `memory.rejected`, `memory.deleted`,
-`memory.forgotten`), MCP definition approvals (`mcp.approved`). `record` writes inside the
+`memory.forgotten`), MCP definition approvals (`mcp.approved`), human agents taking a
+session over and handing it back (`handoff.claim`, `handoff.release`). `record` writes inside the
 caller's transaction, so an action and its audit row commit together or not at all. Rows
 never hold message content or the sensitive values themselves: ids, names, kinds, outcomes.
 

@@ -35,6 +35,8 @@ SESSION_TABLES = (
     "approvals",
     "confirmations",
     "session_leases",
+    "handoffs",
+    "session_summaries",
 )
 
 
@@ -148,13 +150,16 @@ class SessionStore(Store):
         return deleted
 
     async def archive_idle(self, cutoff: float) -> list[str]:
-        """Archive active sessions idle since before `cutoff` that have no open turn."""
+        """Archive active sessions idle since before `cutoff` that have no open turn and that
+        no human agent holds (the agent closes those)."""
 
         def archive(tx: Tx) -> list[str]:
             rows = tx.execute(
                 "SELECT id, tenant_id FROM sessions s WHERE status = 'active'"
                 " AND last_activity_at < ? AND NOT EXISTS (SELECT 1 FROM turns t"
-                " WHERE t.session_id = s.id AND t.status IN ('queued', 'running'))",
+                " WHERE t.session_id = s.id AND t.status IN ('queued', 'running'))"
+                " AND NOT EXISTS (SELECT 1 FROM handoffs h"
+                " WHERE h.session_id = s.id AND h.status = 'claimed')",
                 (cutoff,),
             ).fetchall()
             for session_id, tenant_id in rows:

@@ -86,12 +86,17 @@ def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[s
 
 def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
     rows = tx.execute(
-        "SELECT t.id, t.status, s.user_id FROM turns t JOIN sessions s ON s.id = t.session_id"
+        "SELECT t.id, t.status, s.user_id, EXISTS (SELECT 1 FROM handoffs h"
+        " WHERE h.session_id = t.session_id AND h.status = 'claimed') AS held"
+        " FROM turns t JOIN sessions s ON s.id = t.session_id"
         " WHERE t.session_id = ? AND t.status IN ('queued', 'running')"
         " ORDER BY t.status = 'running' DESC, t.number LIMIT 2",
         (session_id,),
     ).fetchall()
     if not rows or rows[0]["status"] == "running":
+        return None
+    if rows[0]["held"]:
+        _hold_queued(tx, session_id)
         return None
     row = tx.one(
         "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
@@ -104,6 +109,20 @@ def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
     if answer_waits and not turn.resume_from_step:
         steps.answer_waits(tx, session_id, turn.user_message_id)
     return Claimed(turn, str(rows[0]["user_id"]), more=len(rows) > 1)
+
+
+def _hold_queued(tx: Tx, session_id: str) -> None:
+    """A human agent took the session over: turns queued before the claim get no bot reply."""
+    rows = tx.execute(
+        "UPDATE turns SET status = 'failed', error_code = 'handed_off', error_message = ?,"
+        " finished_at = ? WHERE session_id = ? AND status = 'queued' RETURNING *",
+        (HANDED_OFF, tx.now, session_id),
+    ).fetchall()
+    for row in rows:
+        _announce_failure(tx, Turn.from_row(row), "handed_off", HANDED_OFF)
+
+
+HANDED_OFF = "a human agent has taken over this conversation; the bot does not answer"
 
 
 def turn_message(

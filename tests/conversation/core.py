@@ -23,6 +23,7 @@ from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
 from app.conversation.context import ContextBuilder
 from app.conversation.emitter import TurnEmitter
 from app.conversation.events import EventBus
+from app.conversation.handoff import HandoffDesk
 from app.conversation.loop import AgentLoop, LoopLimits, Resume, TurnOutcome, TurnRun
 from app.conversation.manager import TurnManager
 from app.conversation.runner import RunnerConfig, TurnRunner
@@ -96,6 +97,7 @@ class Core:
     service: ConversationService
     # Every event handed to the bus, in the order it was handed over (after its commit).
     published: list[Event] = field(default_factory=list)
+    desk: HandoffDesk | None = None  # the handoff desk over the same stores
 
     async def new_session(self, user_id: str = "u1") -> str:
         return (await self.sessions.create(TENANT, user_id, {})).id
@@ -297,6 +299,7 @@ async def open_core(
             manager=manager,
             service=service,
             published=published,
+            desk=core.desk,
         )
 
 

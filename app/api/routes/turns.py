@@ -8,9 +8,12 @@ from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
-from app.api.deps import ConversationDep, PrincipalDep
+from app.api.auth import require_role
+from app.api.deps import ConversationDep, DeskDep, PrincipalDep
+from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
-from app.api.schemas import CancelledOut, ErrorResponse, PostMessage, TurnOut
+from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
+from app.conversation.service import Held
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
 
@@ -19,8 +22,14 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
         "description": "The finished turn (JSON), or its events (text/event-stream)",
         "content": {"text/event-stream": {}},
     },
+    201: {"model": MessageOut, "description": "The human agent's message (author agent)"},
+    202: {"model": HeldMessage, "description": "Stored for the agent holding the session"},
+    403: {"model": ErrorResponse, "description": "author agent needs the agent role"},
     404: {"model": ErrorResponse, "description": "No such session"},
-    409: {"model": ErrorResponse, "description": "A turn is running (busy policy reject)"},
+    409: {
+        "model": ErrorResponse,
+        "description": "A turn is running (busy policy reject); author agent without the claim",
+    },
     422: {"model": ErrorResponse, "description": "Invalid body, id or Last-Event-ID / ?after="},
     502: {"model": ErrorResponse, "description": "The turn failed (e.g. the model is down)"},
 }
@@ -32,15 +41,23 @@ async def post_message(
     body: PostMessage,
     principal: PrincipalDep,
     conversation: ConversationDep,
+    desk: DeskDep,
     resume: ResumeAfter,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
+    if body.author == "agent":  # the human holding the session: no turn runs
+        require_role(principal, "agent")
+        said = await desk.agent_says(principal, session_id, body.content, body.suggestion_id)
+        return JSONResponse(MessageOut.of(said).model_dump(), status_code=201)
     # `resume` is checked before the turn is accepted: a bad Last-Event-ID is a 422 with
     # nothing started. On the stream it skips the turn's events the client already has (a
     # fetch-based SSE client retrying the POST with the same client_message_id).
     accepted = await conversation.post_message(
         principal, session_id, body.content, body.client_message_id
     )
+    if isinstance(accepted, Held):  # a human agent holds the session: no bot reply
+        held = HeldMessage(message=MessageOut.of(accepted.message))
+        return JSONResponse(held.model_dump(), status_code=202)
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
     if sse.wants_event_stream(accept):
         response = sse.stream_response(conversation.follow_turn(accepted.turn, after=resume))
