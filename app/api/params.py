@@ -122,9 +122,10 @@ def resume_after(
     """Where a stream resumes: `Last-Event-ID` (what a browser's EventSource sends when it
     reconnects) wins over `?after=`; None when neither is given or both are empty. Both are
     read by the same strict rule (an int query parameter would also take "+3", "1_0" or "3.0")."""
+    from_query = None if after is None else parse_seq(after, "after")  # checked either way
     if last_event_id:
         return parse_seq(last_event_id, "Last-Event-ID")
-    return None if after is None else parse_seq(after, "after")
+    return from_query
 
 
 ResumeAfter = Annotated[int | None, Depends(resume_after)]

@@ -78,6 +78,12 @@ async def test_the_streamed_post_checks_its_position_before_accepting_the_turn(
             "POST", path, json={"content": "hi"}, headers=sse, params={"after": value}
         ) as r:
             await assert_no_stream(r, "after")
+        # A bad ?after= is bad whatever else is sent: with a good Last-Event-ID, on a JSON post.
+        for headers in ({**sse, "Last-Event-ID": "3"}, {}):
+            async with service.client.stream(
+                "POST", path, json={"content": "hi"}, headers=headers, params={"after": value}
+            ) as r:
+                await assert_no_stream(r, "after")
     # Nothing was accepted: no message stored, the model never asked.
     assert (await service.client.get(path)).json()["items"] == []
     assert fake_llm.requests == []
