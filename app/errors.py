@@ -76,6 +76,10 @@ class SummaryNotFound(NotFound):
     code = "summary_not_found"
 
 
+class KeyNotFound(NotFound):
+    code = "key_not_found"
+
+
 class McpToolNotFound(NotFound):
     code = "mcp_tool_not_found"
 
