@@ -80,6 +80,12 @@ class KeyNotFound(NotFound):
     code = "key_not_found"
 
 
+class UserNotFound(NotFound):
+    """Another user's data asked for with a key bound to one user: as if there were none."""
+
+    code = "user_not_found"
+
+
 class McpToolNotFound(NotFound):
     code = "mcp_tool_not_found"
 

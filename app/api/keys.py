@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from app.errors import Unauthorized
 from app.principal import Principal
-from app.storage.keys import KeyRecord, KeyStore, NewKey
+from app.storage.keys import Actor, KeyRecord, KeyStore, NewKey
+
+__all__ = ["Actor", "KeyRecord", "ManagedKeys", "parse_duration"]
 
 PREFIX = "hk_"
 _SHAPE = re.compile(r"^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
@@ -111,6 +113,54 @@ class ManagedKeys:
         return (
             record is not None and record.usable(time.time()) and principal_of(record) == principal
         )
+
+    # -- managing (the admin API and `hermes keys`) ---------------------------------------
+
+    async def create(
+        self,
+        actor: Actor,
+        *,
+        tenant_id: str,
+        role: str,
+        user_id: str | None = None,
+        name: str = "",
+        lifetime_s: float | None = None,
+    ) -> tuple[KeyRecord, str]:
+        """The new key's row and the key itself (to show once)."""
+        made = make_key(self._pepper)
+        record = await self.store.create(
+            made.stored,
+            tenant_id=tenant_id,
+            role=role,
+            user_id=user_id,
+            name=name,
+            expires_at=None if lifetime_s is None else time.time() + lifetime_s,
+            actor=actor,
+        )
+        return record, made.key
+
+    async def rotate(
+        self, tenant_id: str, key_id: str, actor: Actor
+    ) -> tuple[KeyRecord, str] | None:
+        """A new key like the old one, the old one revoked (None: no such usable key)."""
+        made = make_key(self._pepper)
+        record = await self.store.rotate(tenant_id, key_id, made.stored, actor)
+        self.forget(key_id)
+        return None if record is None else (record, made.key)
+
+    async def revoke(self, tenant_id: str, key_id: str, actor: Actor) -> KeyRecord | None:
+        record = await self.store.revoke(tenant_id, key_id, actor)
+        self.forget(key_id)
+        return record
+
+    async def find(self, tenant_id: str | None, key_id: str) -> KeyRecord | None:
+        """A tenant's key (any tenant's for None: the command line)."""
+        if tenant_id is None:
+            return await self.store.get(key_id)
+        return await self.store.find(tenant_id, key_id)
+
+    async def list(self, tenant_id: str | None, *, include_revoked: bool) -> list[KeyRecord]:
+        return await self.store.list(tenant_id, include_revoked=include_revoked)
 
     def forget(self, key_id: str) -> None:
         """Drop a cached row (this process changed it)."""

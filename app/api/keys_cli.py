@@ -14,7 +14,7 @@ import sys
 import time
 
 from app.api.auth import key_pepper
-from app.api.keys import make_key, parse_duration
+from app.api.keys import ManagedKeys, parse_duration
 from app.errors import ConfigError, HermesError
 from app.settings import Settings, load_settings
 from app.storage.engine import open_database
@@ -58,43 +58,41 @@ def _run(args: argparse.Namespace) -> int:
 async def _keys(settings: Settings, args: argparse.Namespace, expires: float | None) -> int:
     db = await open_database(settings)
     try:
-        store = KeyStore(db)
+        keys = ManagedKeys(KeyStore(db), key_pepper(settings), cache_ttl_s=0)
         actor = Actor(f"cli:{getpass.getuser()}", "admin")
-        pepper = key_pepper(settings)
         if args.verb == "create":
-            made = make_key(pepper)
-            record = await store.create(
-                made.stored,
+            record, key = await keys.create(
+                actor,
                 tenant_id=args.tenant,
                 role=args.role,
                 user_id=args.user,
                 name=args.name,
-                expires_at=None if expires is None else time.time() + expires,
-                actor=actor,
+                lifetime_s=expires,
             )
-            print(made.key)
+            print(key)
             print(f"created {_describe(record)}; the key is shown this once", file=sys.stderr)
             return 0
         if args.verb == "list":
-            for record in await store.list(args.tenant, include_revoked=args.all):
+            for record in await keys.list(args.tenant, include_revoked=args.all):
                 print(_row(record))
             return 0
-        found = await store.get(args.key_id)
+        found = await keys.find(None, args.key_id)
         if found is None:
             print(f"hermes: no key {args.key_id}", file=sys.stderr)
             return 1
         if args.verb == "revoke":
-            revoked = await store.revoke(found.tenant_id, found.id, actor)
+            revoked = await keys.revoke(found.tenant_id, found.id, actor)
             assert revoked is not None
             print(f"revoked {_describe(revoked)}", file=sys.stderr)
             return 0
-        made = make_key(pepper)
-        rotated = await store.rotate(found.tenant_id, found.id, made.stored, actor)
+        rotated = await keys.rotate(found.tenant_id, found.id, actor)
         if rotated is None:
             print(f"hermes: {args.key_id} is revoked or expired: create a new key", file=sys.stderr)
             return 1
-        print(made.key)
-        print(f"rotated {found.id} to {_describe(rotated)}; {found.id} is revoked", file=sys.stderr)
+        print(rotated[1])
+        print(
+            f"rotated {found.id} to {_describe(rotated[0])}; {found.id} is revoked", file=sys.stderr
+        )
         return 0
     finally:
         await db.close()

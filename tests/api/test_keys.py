@@ -201,7 +201,7 @@ async def test_a_key_bound_to_a_user_sees_that_user_only(svc: LiveService) -> No
         "forbidden",
     )
     assert_error(
-        await svc.client.get("/v1/users/u2/memories", headers=_as(bound)), 404, "not_found"
+        await svc.client.get("/v1/users/u2/memories", headers=_as(bound)), 404, "user_not_found"
     )
     assert (await svc.client.get("/v1/users/u1/memories", headers=_as(bound))).status_code == 200
     # The admin's unbound key still sees both.

@@ -13,14 +13,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, status
 from pydantic import BaseModel, Field
 
-from app.api.auth import key_pepper, require_role
-from app.api.deps import KeysDep, PrincipalDep, SettingsDep
-from app.api.keys import make_key, parse_duration
+from app.api.auth import require_role
+from app.api.deps import KeysDep, PrincipalDep
+from app.api.keys import Actor, KeyRecord, parse_duration
 from app.api.params import MAX_ID_CHARS
 from app.api.schemas import ErrorResponse, Strict, iso
 from app.errors import KeyNotFound
 from app.principal import Principal, Role
-from app.storage.keys import Actor, KeyRecord
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 
@@ -97,22 +96,17 @@ def _actor(principal: Principal) -> Actor:
     response_model=KeyCreated,
     responses=_ERRORS,
 )
-async def create_key(
-    body: CreateKey, principal: PrincipalDep, keys: KeysDep, settings: SettingsDep
-) -> KeyCreated:
+async def create_key(body: CreateKey, principal: PrincipalDep, keys: KeysDep) -> KeyCreated:
     require_role(principal, "admin")
-    lifetime = None if body.expires_in is None else parse_duration(body.expires_in)
-    made = make_key(key_pepper(settings))
-    record = await keys.store.create(
-        made.stored,
+    record, key = await keys.create(
+        _actor(principal),
         tenant_id=principal.tenant_id,
         role=body.role,
         user_id=body.user_id,
         name=body.name,
-        expires_at=None if lifetime is None else _now() + lifetime,
-        actor=_actor(principal),
+        lifetime_s=None if body.expires_in is None else parse_duration(body.expires_in),
     )
-    return KeyCreated(**KeyOut.of(record, _now()).model_dump(), key=made.key)
+    return KeyCreated(**KeyOut.of(record, time.time()).model_dump(), key=key)
 
 
 @router.get("", response_model=KeyList, responses=_ERRORS)
@@ -122,8 +116,8 @@ async def list_keys(
     include_revoked: Annotated[bool, Query(description="Revoked keys too")] = False,
 ) -> KeyList:
     require_role(principal, "admin")
-    records = await keys.store.list(principal.tenant_id, include_revoked=include_revoked)
-    now = _now()
+    records = await keys.list(principal.tenant_id, include_revoked=include_revoked)
+    now = time.time()
     return KeyList(items=[KeyOut.of(r, now) for r in records])
 
 
@@ -133,20 +127,19 @@ KeyId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description="
 @router.get("/{key_id}", response_model=KeyOut, responses={**_ERRORS, **_NOT_FOUND})
 async def get_key(key_id: KeyId, principal: PrincipalDep, keys: KeysDep) -> KeyOut:
     require_role(principal, "admin")
-    record = await keys.store.find(principal.tenant_id, key_id)
+    record = await keys.find(principal.tenant_id, key_id)
     if record is None:
         raise KeyNotFound("no such key", key_id=key_id)
-    return KeyOut.of(record, _now())
+    return KeyOut.of(record, time.time())
 
 
 @router.post("/{key_id}/revoke", response_model=KeyOut, responses={**_ERRORS, **_NOT_FOUND})
 async def revoke_key(key_id: KeyId, principal: PrincipalDep, keys: KeysDep) -> KeyOut:
     require_role(principal, "admin")
-    record = await keys.store.revoke(principal.tenant_id, key_id, _actor(principal))
+    record = await keys.revoke(principal.tenant_id, key_id, _actor(principal))
     if record is None:
         raise KeyNotFound("no such key", key_id=key_id)
-    keys.forget(key_id)
-    return KeyOut.of(record, _now())
+    return KeyOut.of(record, time.time())
 
 
 @router.post(
@@ -155,18 +148,11 @@ async def revoke_key(key_id: KeyId, principal: PrincipalDep, keys: KeysDep) -> K
     response_model=KeyCreated,
     responses={**_ERRORS, **_NOT_FOUND},
 )
-async def rotate_key(
-    key_id: KeyId, principal: PrincipalDep, keys: KeysDep, settings: SettingsDep
-) -> KeyCreated:
+async def rotate_key(key_id: KeyId, principal: PrincipalDep, keys: KeysDep) -> KeyCreated:
     """A new key like this one (role, user, name, lifetime); this one is revoked."""
     require_role(principal, "admin")
-    made = make_key(key_pepper(settings))
-    record = await keys.store.rotate(principal.tenant_id, key_id, made.stored, _actor(principal))
-    if record is None:
+    rotated = await keys.rotate(principal.tenant_id, key_id, _actor(principal))
+    if rotated is None:
         raise KeyNotFound("no such active key", key_id=key_id)
-    keys.forget(key_id)
-    return KeyCreated(**KeyOut.of(record, _now()).model_dump(), key=made.key)
-
-
-def _now() -> float:
-    return time.time()
+    record, key = rotated
+    return KeyCreated(**KeyOut.of(record, time.time()).model_dump(), key=key)

@@ -16,7 +16,7 @@ from app.api.auth import require_role
 from app.api.deps import MemoryDep, PrincipalDep
 from app.api.params import MemoryId, UserId
 from app.api.schemas import ErrorResponse, iso
-from app.errors import NotFound
+from app.errors import UserNotFound
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
 from app.memory.service import MemoryService
@@ -148,7 +148,7 @@ class HistoryList(BaseModel):
 
 def _scope(principal: Principal, user_id: str) -> Scope:
     if not principal.may_see_user(user_id):  # a key bound to another user: as if none
-        raise NotFound("no such user", user_id=user_id)
+        raise UserNotFound("no such user", user_id=user_id)
     return Scope(principal.tenant_id, user_id)
 
 
