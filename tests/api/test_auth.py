@@ -17,7 +17,12 @@ from tests.serve_util import free_port, hermes_env, spawn_hermes, wait_healthy
 def _serve(tmp_path: Path, host: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "serve", "--host", host, "--port", str(free_port())],
-        env=hermes_env("http://127.0.0.1:9", HERMES_DB_PATH=str(tmp_path / "h.db"), **env),
+        env=hermes_env(
+            "http://127.0.0.1:9",
+            HERMES_DB_PATH=str(tmp_path / "h.db"),
+            HERMES_DEMO_DB_PATH=str(tmp_path / "demo.db"),
+            **env,
+        ),
         capture_output=True,
         text=True,
         timeout=60,
