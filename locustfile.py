@@ -1,91 +1,120 @@
-"""Load profile for a running Hermes (127.0.0.1 only): `pip install -e '.[load]'`, then
-`locust -f locustfile.py --host http://127.0.0.1:8000 --headless -u 20 -r 5 -t 1m`.
+"""The articles' call-centre profile for locust, against a running Hermes on 127.0.0.1.
 
-Each simulated caller opens a session and talks: mostly plain JSON turns, some streamed turns
-over SSE, and history reads, as an agent desktop does. A streamed turn is timed to its terminal
-frame (not to the response headers) and counts as a failure when the turn fails
-(`turn.failed`), the answer is not 200, or the stream ends without `turn.completed`. A JSON turn
-counts as a failure unless its status is `completed`.
+    locust -f locustfile.py --host http://127.0.0.1:8000 --headless -u 50 -r 25 -t 60s \
+        --demo-db var/demo.db
 
-For the articles' 200-agent profile with CPU and memory figures, see bench/load.py.
+Each simulated customer is a demo customer (read from the demo database Hermes serves, so the
+order and parcel numbers are theirs) in one session, taking turns over SSE with think time
+normal(3 s, 1 s); the task mix is 60 % order status, 20 % password reset, 15 % shipment
+tracking, 5 % complaint, the same messages as bench/load.py's generator.
+
+Every turn is its own entry, `turn <task>`, timed from its POST to its `turn.completed` frame
+(not to the response headers). A turn is a failure when it ends in `turn.failed`, the answer is
+not 200, the connection breaks, or no terminal frame comes within `--turn-timeout` seconds.
+Time to the first `message.delta` frame, from the same POST, is reported as `ttfd <task>`.
+`make load-ci` (bench/load_ci.py) runs this headless and gates on failures and p95.
 """
 
 from __future__ import annotations
 
-import json
 import random
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
-from locust import HttpUser, between, task
-from requests import RequestException, Response
+from locust import HttpUser, events, task
+from locust.env import Environment
+from requests import RequestException
 
-QUESTIONS = [
-    "我的订单到哪了",
-    "where is my parcel SF123456789CN",
-    "订单号 202405201234",
-    "I want a refund for order 202405201235",
-    "你好",
-    "thanks, bye",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `bench` from this checkout
 
+from bench._load_users import MESSAGES, customers
+from bench._locust_turns import read_turn
 
-def follow_turn(response: Response) -> str | None:
-    """Read a turn's SSE stream to its terminal frame: None if it completed, else why not."""
-    if response.status_code != 200:
-        return f"HTTP {response.status_code}"
-    event = ""
-    try:
-        for line in response.iter_lines(decode_unicode=True):
-            if line.startswith("event:"):
-                event = line[6:].strip()
-                if event == "turn.completed":
-                    return None
-            elif line.startswith("data:") and event == "turn.failed":
-                return f"turn.failed: {json.loads(line[5:]).get('code', '?')}"
-    except RequestException as exc:
-        return f"stream broke: {type(exc).__name__}"
-    return "no terminal frame"
+THINK_MEAN_S, THINK_SD_S = 3.0, 1.0
+_people: list[dict[str, Any]] = []
 
 
-class Caller(HttpUser):
-    wait_time = between(0.5, 2.0)
+@events.init_command_line_parser.add_listener
+def _options(parser: Any) -> None:
+    parser.add_argument("--demo-db", default="var/demo.db", help="the demo database Hermes serves")
+    parser.add_argument("--turn-timeout", type=float, default=30.0, help="seconds per turn")
+
+
+@events.init.add_listener
+def _load_customers(environment: Environment, **_: Any) -> None:
+    if environment.parsed_options is None:
+        return
+    _people.extend(customers(Path(environment.parsed_options.demo_db)))
+    if not _people:
+        raise SystemExit(f"no demo customers in {environment.parsed_options.demo_db}")
+
+
+class Customer(HttpUser):
+    def wait_time(self) -> float:
+        return max(0.0, random.gauss(THINK_MEAN_S, THINK_SD_S))
 
     def on_start(self) -> None:
-        response = self.client.post("/v1/sessions", json={"user_id": "cust_0001"})
-        self.session_id = response.json()["id"]
+        self.me = random.choice(_people)
+        options = self.environment.parsed_options
+        self.turn_timeout_s = options.turn_timeout if options else 30.0
+        made = self.client.post("/v1/sessions", json={"user_id": self.me["customer"]})
+        made.raise_for_status()
+        self.session_id = made.json()["id"]
 
-    @task(6)
-    def ask(self) -> None:
-        with self.client.post(
-            f"/v1/sessions/{self.session_id}/messages",
-            json={"content": random.choice(QUESTIONS)},
-            name="/v1/sessions/[id]/messages",
-            catch_response=True,
-        ) as response:
-            if response.status_code == 200 and response.json().get("status") != "completed":
-                response.failure(f"turn {response.json().get('status')}")
+    @task(60)
+    def order_status(self) -> None:
+        self.turn("order_status")
 
-    @task(2)
-    def ask_streaming(self) -> None:
+    @task(20)
+    def password_reset(self) -> None:
+        self.turn("password_reset")
+
+    @task(15)
+    def shipment(self) -> None:
+        self.turn("shipment")
+
+    @task(5)
+    def complaint(self) -> None:
+        self.turn("complaint")
+
+    def turn(self, name: str) -> None:
+        text = random.choice(MESSAGES[name]).format(
+            order=random.choice(self.me["orders"]), parcel=random.choice(self.me["parcels"])
+        )
         start = time.perf_counter()
         with self.client.post(
             f"/v1/sessions/{self.session_id}/messages",
-            json={"content": random.choice(QUESTIONS)},
+            json={"content": text},
             headers={"Accept": "text/event-stream"},
             stream=True,
-            name="/v1/sessions/[id]/messages (sse)",
+            timeout=(10, self.turn_timeout_s),
+            name=f"turn {name}",
             catch_response=True,
         ) as response:
-            failure = follow_turn(response)
-            # Locust timed the request to its headers; a turn ends at its terminal frame.
-            response.request_meta["response_time"] = (time.perf_counter() - start) * 1000
-            if failure is None:
+            if response.status_code != 200:
+                response.failure(f"HTTP {response.status_code}")
+                return
+            try:
+                reading = read_turn(
+                    response.iter_lines(decode_unicode=True), start, self.turn_timeout_s
+                )
+            except RequestException as exc:
+                response.failure(f"stream broke: {type(exc).__name__}")
+                return
+            # Locust timed the request to its headers; the turn ends at its terminal frame.
+            response.request_meta["response_time"] = reading.seconds * 1000
+            if reading.failure is None:
                 response.success()
             else:
-                response.failure(failure)
-
-    @task(1)
-    def history(self) -> None:
-        self.client.get(
-            f"/v1/sessions/{self.session_id}/messages", name="/v1/sessions/[id]/messages (list)"
-        )
+                response.failure(reading.failure)
+        if reading.first_delta_s is not None:
+            events.request.fire(
+                request_type="SSE",
+                name=f"ttfd {name}",
+                response_time=reading.first_delta_s * 1000,
+                response_length=0,
+                exception=None,
+                context={},
+            )

@@ -1,5 +1,5 @@
 """The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, the NLU tools,
-`hermes eval` and `hermes keys`."""
+`hermes eval`, `hermes chat` (a terminal client) and `hermes keys`."""
 
 from __future__ import annotations
 
@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     copy.set_defaults(func=_migrate_sqlite_to_postgres)
 
     from app.api.keys_cli import register as register_keys
+    from app.chat.cli import register as register_chat
     from app.demo.cli import add_demo_data_command
     from app.evaluation.cli import register as register_eval
     from app.nlu.cli import register as register_nlu
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_data_command(sub)
     register_nlu(sub)
     register_eval(sub)
+    register_chat(sub)
     register_keys(sub)
     return parser
 

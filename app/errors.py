@@ -143,6 +143,12 @@ class SessionBusy(Conflict):
     code = "session_busy"
 
 
+class NoRunningTurn(Conflict):
+    """Nothing to cancel: no turn of the session is running (in this process)."""
+
+    code = "no_running_turn"
+
+
 class ApprovalClosed(Conflict):
     code = "approval_not_pending"
 

@@ -293,6 +293,10 @@ async def _sweep_idle(conversation: ConversationService, settings: Settings) -> 
 async def open_runtime(
     settings: Settings, *, model: ChatModel | None = None
 ) -> AsyncIterator[Runtime]:
+    metrics.configure(
+        max_tenants=settings.metrics_max_tenants,
+        prices={m: metrics.Price(*p) for m, p in settings.model_price_table.items()},
+    )
     async with contextlib.AsyncExitStack() as stack:
         # Shared rate limits and breakers (HERMES_REDIS_URL): Redis must answer at start-up.
         shared = await open_shared_redis(settings.shared_redis_url, settings.redis_prefix)

@@ -206,9 +206,20 @@ class Settings(BaseSettings):
     # -- observability --------------------------------------------------------------------------
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
+    # Tenants with a label of their own on per-tenant metrics; later ones share `other`.
+    metrics_max_tenants: int = Field(50, ge=0, le=1000)
+    # Model prices for hermes_llm_cost_usd_total, one `model=prompt/completion` per entry in US
+    # dollars per million tokens, e.g. `openai/gpt-4o-mini=0.15/0.60`; unlisted models cost 0.
+    model_prices: CommaList = Field(default_factory=list)
 
     @field_validator(
-        "fallback_models", "cors_origins", "api_keys", "demo_tenants", "public_paths", mode="before"
+        "fallback_models",
+        "cors_origins",
+        "api_keys",
+        "demo_tenants",
+        "public_paths",
+        "model_prices",
+        mode="before",
     )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
@@ -267,6 +278,18 @@ class Settings(BaseSettings):
                 raise ValueError("API keys must be at least 16 characters")
         return value
 
+    @field_validator("model_prices")
+    @classmethod
+    def _prices_shape(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            _price(entry)
+        return value
+
+    @property
+    def model_price_table(self) -> dict[str, tuple[float, float]]:
+        """Model -> (prompt, completion) US dollars per million tokens."""
+        return dict(_price(entry) for entry in self.model_prices)
+
     @model_validator(mode="after")
     def _lease_renewed_in_time(self) -> Settings:
         if self.session_lease_renew_s >= self.session_lease_s:
@@ -322,6 +345,20 @@ class Settings(BaseSettings):
         if config_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
+
+
+def _price(entry: str) -> tuple[str, tuple[float, float]]:
+    model, sep, prices = entry.rpartition("=")
+    prompt, slash, completion = prices.partition("/")
+    try:
+        pair = (float(prompt), float(completion))
+    except ValueError:
+        pair = (-1.0, -1.0)
+    if not sep or not model.strip() or not slash or not all(0 <= p < 1e6 for p in pair):
+        raise ValueError(
+            f"each price must be 'model=prompt/completion' in USD per million tokens, got {entry!r}"
+        )
+    return model.strip(), pair
 
 
 def load_settings(**overrides: Any) -> Settings:

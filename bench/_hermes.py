@@ -9,7 +9,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench._procs import free_port, litellm_loaded, memory_mb, python, spawn, wait_ready
+from bench._procs import (
+    free_port,
+    litellm_loaded,
+    memory_mb,
+    python,
+    spawn,
+    wait_port_file,
+    wait_ready,
+)
 
 BENCH_MODEL = "openai/bench"
 
@@ -86,3 +94,23 @@ async def start_hermes(
     except RuntimeError as exc:
         raise RuntimeError(f"{exc}\n{(tmp / 'hermes.log').read_text()[-3000:]}") from None
     return Hermes(proc, url, env, ready_s, memory_mb(proc.pid)[0])
+
+
+async def start_on_rule_model(
+    tmp: Path,
+    model_delay: float,
+    extra: dict[str, str],
+    procs: list[subprocess.Popen[bytes]],
+    **settings: str,
+) -> tuple[subprocess.Popen[bytes], Hermes]:
+    """The fake model answering each call by `RuleModel` after `model_delay` seconds, and
+    `hermes serve` on it where a model failure is a failed turn (no `hermes/local` fallback);
+    both are appended to `procs` as they start, for the caller to stop."""
+    port_file = tmp / "llm.port"
+    fake_args = ["bench/_fake_llm.py", "--port-file", str(port_file), "--rules"]
+    fake = spawn(python(*fake_args, "--delay", str(model_delay)), {}, tmp / "llm.log")
+    procs.append(fake)
+    api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
+    hermes = await start_hermes(tmp, api_base, extra, HERMES_LOCAL_FALLBACK="false", **settings)
+    procs.append(hermes.proc)
+    return fake, hermes

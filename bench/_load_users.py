@@ -17,8 +17,11 @@ import asyncio
 import json
 import os
 import random
+import re
+import sqlite3
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -50,7 +53,26 @@ MESSAGES: dict[str, tuple[str, ...]] = {
     ),
 }
 
+TRACKING = r"^[A-Z]{2}\d{9,12}[A-Z]{0,2}$"
+
 Turn = tuple[str, float, float, str | None, list[tuple[str, str]]]
+
+
+def customers(demo_db: Path) -> list[dict[str, Any]]:
+    """Demo customers with at least one order and one trackable parcel, with both lists."""
+    pattern = re.compile(TRACKING)
+    with sqlite3.connect(demo_db) as conn:
+        rows = conn.execute(
+            "SELECT o.customer_id, o.id, s.tracking_number FROM orders o"
+            " LEFT JOIN shipments s ON s.order_id = o.id ORDER BY o.customer_id, o.id"
+        ).fetchall()
+    found: dict[str, dict[str, Any]] = {}
+    for customer, order, parcel in rows:
+        entry = found.setdefault(customer, {"customer": customer, "orders": [], "parcels": []})
+        entry["orders"].append(order)
+        if parcel and pattern.match(parcel):
+            entry["parcels"].append(parcel)
+    return [c for c in found.values() if c["orders"] and c["parcels"]]
 
 
 async def take_turn(

@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -42,12 +40,12 @@ import yaml
 # Run as a file, `bench` and `app` come from this checkout (not from whatever is installed).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._hermes import add_env_option, parse_env, start_hermes
+from bench._hermes import add_env_option, parse_env, start_on_rule_model
 from bench._load_report import Window, report
-from bench._procs import ROOT, CpuMeter, memory_mb, python, spawn, stop, wait_port_file
+from bench._load_users import customers
+from bench._procs import ROOT, CpuMeter, memory_mb, python, spawn, stop
 
 RAISED_RATE_LIMIT = 500.0
-TRACKING = r"^[A-Z]{2}\d{9,12}[A-Z]{0,2}$"
 
 
 def parse_args() -> argparse.Namespace:
@@ -65,23 +63,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of Hermes to this file")
     add_env_option(parser)
     return parser.parse_args()
-
-
-def customers(demo_db: Path) -> list[dict[str, Any]]:
-    """Demo customers with at least one order and one trackable parcel, with both lists."""
-    pattern = re.compile(TRACKING)
-    with sqlite3.connect(demo_db) as conn:
-        rows = conn.execute(
-            "SELECT o.customer_id, o.id, s.tracking_number FROM orders o"
-            " LEFT JOIN shipments s ON s.order_id = o.id ORDER BY o.customer_id, o.id"
-        ).fetchall()
-    found: dict[str, dict[str, Any]] = {}
-    for customer, order, parcel in rows:
-        entry = found.setdefault(customer, {"customer": customer, "orders": [], "parcels": []})
-        entry["orders"].append(order)
-        if parcel and pattern.match(parcel):
-            entry["parcels"].append(parcel)
-    return [c for c in found.values() if c["orders"] and c["parcels"]]
 
 
 def tools_file(tmp: Path, raised: bool) -> Path:
@@ -112,21 +93,14 @@ async def main() -> None:
     extra = parse_env(args.env)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        port_file = tmp / "llm.port"
-        fake_args = ["bench/_fake_llm.py", "--port-file", str(port_file), "--rules"]
-        fake = spawn(python(*fake_args, "--delay", str(args.model_delay)), {}, tmp / "llm.log")
-        procs.append(fake)
-        api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
-        hermes = await start_hermes(
+        fake, hermes = await start_on_rule_model(
             tmp,
-            api_base,
+            args.model_delay,
             extra,
+            procs,
             HERMES_DEMO_DB_PATH=str(demo),
             HERMES_TOOLS_FILE=str(tools_file(tmp, args.raised_tool_limits)),
-            # A model failure is a failed turn here, not a degraded answer from hermes/local.
-            HERMES_LOCAL_FALLBACK="false",
         )
-        procs.append(hermes.proc)
         await warm_up(hermes.url, people[0])
 
         start_at = time.time() + 2.0  # the generators' start-up

@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("api",),
     ("main",),  # the ASGI application
     ("testing",),  # the whole-service harness for tests, benches and the evaluation
-    ("evaluation",),  # `hermes eval`: scenarios played against the service over its API
+    # `hermes eval`: scenarios played against the service over its API; `hermes chat`
+    ("evaluation", "chat"),
     ("cli",),  # the command line
 )
 RANK = {name: row for row, names in enumerate(LAYERS) for name in names}

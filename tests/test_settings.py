@@ -38,6 +38,17 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.db_synchronous == "FULL"
 
 
+def test_model_prices_per_million_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().model_price_table == {}
+    monkeypatch.setenv(
+        "HERMES_MODEL_PRICES", "openai/gpt-4o-mini=0.15/0.60, deepseek/chat=0.27/1.1"
+    )
+    assert load_settings().model_price_table == {
+        "openai/gpt-4o-mini": (0.15, 0.6),
+        "deepseek/chat": (0.27, 1.1),
+    }
+
+
 @pytest.mark.parametrize(
     ("var", "value"),
     [
@@ -52,6 +63,12 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
         ("HERMES_LLM_RETRY_BACKOFF_S", "-1"),
         ("HERMES_MODEL_API", "router"),
         ("HERMES_MODEL_MAX_CONNECTIONS", "0"),
+        ("HERMES_MODEL_PRICES", "openai/gpt-4o-mini=0.15"),
+        ("HERMES_MODEL_PRICES", "openai/gpt-4o-mini=cheap/0.6"),
+        ("HERMES_MODEL_PRICES", "=0.15/0.6"),
+        ("HERMES_MODEL_PRICES", "openai/x=nan/0.6"),
+        ("HERMES_MODEL_PRICES", "openai/x=-1/0.6"),
+        ("HERMES_METRICS_MAX_TENANTS", "-1"),
     ],
 )
 def test_bad_values_name_the_variable(

@@ -156,6 +156,17 @@ class TurnOut(BaseModel):
         )
 
 
+class CancelledOut(BaseModel):
+    turn_id: str
+    session_id: str
+    status: Literal["queued", "running", "completed", "failed"]
+    code: str | None  # `cancelled` for the turn this request ended
+
+    @classmethod
+    def of(cls, t: Turn) -> CancelledOut:
+        return cls(turn_id=t.id, session_id=t.session_id, status=t.status, code=t.error_code)
+
+
 class Health(BaseModel):
     # ok: every check "ok"; degraded (200): serving without a dependency it can do without
     # (Redis); failing (503): a dependency it cannot run without fails (the database).

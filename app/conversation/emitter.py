@@ -18,12 +18,14 @@ Every event it stores is built by the catalogue (app/events.py).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
 from app import events
 from app.events import NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
+from app.observability import metrics
 from app.storage.approvals import Approval
 from app.storage.records import Event, Turn
 from app.storage.tx import Store, TurnWrites, Tx
@@ -44,11 +46,16 @@ class TurnEmitter:
         self._chars = 0
         self._flushed_at = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
+        # Time to first delta counts from the customer's message; a retried turn's is not one.
+        self._first_delta_due = turn.resume_from_step is None
 
     def delta(self, text: str) -> None:
         """Stream a piece of the reply (see the module docstring for when it is stored)."""
         if not text:
             return
+        if self._first_delta_due:
+            self._first_delta_due = False
+            metrics.FIRST_DELTA_SECONDS.observe(max(0.0, time.time() - self.turn.created_at))
         self._text.append(text)
         self._chars += len(text)
         loop = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ hitting the cap ends the turn with a graceful reply instead of an error.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -22,6 +23,7 @@ from app.llm.gateway import (
     tap_route,
 )
 from app.llm.messages import ChatMessage
+from app.observability import metrics
 from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
 from app.tools.events import TurnEvents
@@ -208,19 +210,27 @@ class AgentLoop:
 
         await run.emitter.model_started(round_no, self.model_label, run.tools, len(run.messages))
         routes: list[ModelRoute] = []  # which of the configured models answered
+        started = time.perf_counter()
         try:
             try:
                 reply = await collect(tap_route(self.model.stream(request), routes), on_text)
             except BaseException:
                 run.emitter.flush()  # the text streamed before the failure is stored first
                 raise
+            finally:
+                seconds = time.perf_counter() - started
             run.emitter.hold()  # the rest of the text goes with the next write
             await run.emitter.settle()
         except UpstreamLLMError as exc:
+            metrics.model_called(self.model_label, exc.code, seconds)
             failed_route = exc.route if isinstance(exc, ModelsFailed) else None
             await run.emitter.model_failed(exc.code, exc.message, failed_route)
             raise
         route = routes[-1] if routes else None
+        answered_by = route.answered_by if route and route.answered_by else self.model_label
+        metrics.model_called(
+            answered_by, "success", seconds, reply.prompt_tokens, reply.completion_tokens
+        )
         await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
         return reply
 

@@ -232,8 +232,8 @@ class TurnManager:
         finally:
             if status != "completed" and self.steps is not None and not worker.lost:
                 await self.steps.close_open(turn.id)
-            metrics.TURNS.labels(status=status).inc()
-            metrics.TURN_SECONDS.observe(asyncio.get_running_loop().time() - started)
+            seconds = asyncio.get_running_loop().time() - started
+            metrics.turn_finished(turn.tenant_id, status, seconds)
 
     async def cancel(self, session_id: str, code: str = "cancelled", message: str = "") -> None:
         """Stop the session's worker; a running turn fails with `code` (e.g. before the

@@ -9,7 +9,7 @@ from typing import Any
 from app.conversation.events import EventBus, Follower
 from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
-from app.errors import Forbidden, SessionNotFound, TurnFailed, TurnNotFound
+from app.errors import Forbidden, NoRunningTurn, SessionNotFound, TurnFailed, TurnNotFound
 from app.principal import Principal
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
@@ -140,6 +140,27 @@ class ConversationService:
         if accepted.created:
             self.manager.wake(session_id)
         return accepted
+
+    async def cancel_turn(self, principal: Principal, session_id: str) -> Turn:
+        """End the session's running turn as `cancelled` (`turn.failed`, open steps closed, the
+        session carries on with any queued turn); the turn as it ended."""
+        await self.get_session(principal, session_id)
+        running = self.manager.running(session_id)
+        if running is None or not await self.manager.abort(
+            running.id, "cancelled", "the turn was cancelled"
+        ):
+            latest = await self.turns.latest(session_id)
+            if latest is not None and latest.status == "running":
+                raise NoRunningTurn(
+                    "the session's turn runs in another Hermes process; it cannot be cancelled"
+                    " from this one",
+                    session_id=session_id,
+                    turn_id=latest.id,
+                )
+            raise NoRunningTurn("no turn of this session is running", session_id=session_id)
+        ended = await self.turns.get(session_id, running.id)
+        assert ended is not None
+        return ended
 
     def follow_turn(self, turn: Turn, after: int | None = None) -> AsyncGenerator[Event | None]:
         """The turn's events from its acceptance (or from after `after`, when that is later)

@@ -1,7 +1,13 @@
-"""Prometheus metrics. One registry per process; names are prefixed `hermes_`."""
+"""Prometheus metrics. One registry per process; names are prefixed `hermes_`.
+
+Label values come from bounded sets only: route templates, statuses, error codes, the
+configured models and tools, and tenants up to `configure(max_tenants=...)` (the rest share
+the label `other`), so a scrape cannot grow without end.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -32,10 +38,38 @@ TURN_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
     registry=REGISTRY,
 )
+TENANT_TURNS = Counter(
+    "hermes_tenant_turns_total",
+    "Turns finished, by tenant (the first HERMES_METRICS_MAX_TENANTS seen; later ones are"
+    " `other`) and status.",
+    ["tenant", "status"],
+    registry=REGISTRY,
+)
+FIRST_DELTA_SECONDS = Histogram(
+    "hermes_turn_first_delta_seconds",
+    "Time from accepting the customer's message to the first streamed text of the reply.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30),
+    registry=REGISTRY,
+)
 LLM_SECONDS = Histogram(
     "hermes_llm_call_seconds",
-    "Model calls, from request to the end of the stream.",
-    ["outcome"],
+    "Model calls, from request to the end of the stream, by the configured model that"
+    " answered (the primary when none did) and outcome (`success` or the failure code).",
+    ["model", "outcome"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
+    registry=REGISTRY,
+)
+LLM_TOKENS = Counter(
+    "hermes_llm_tokens_total",
+    "Tokens of answered model calls, by model and kind (prompt, completion).",
+    ["model", "kind"],
+    registry=REGISTRY,
+)
+LLM_COST = Counter(
+    "hermes_llm_cost_usd_total",
+    "What answered model calls cost in US dollars, by model, at HERMES_MODEL_PRICES (0 for a"
+    " model without a price, such as hermes/local).",
+    ["model"],
     registry=REGISTRY,
 )
 TOOL_CALLS = Counter(
@@ -73,6 +107,64 @@ STEPS = Counter(
 STUCK_STEPS = Counter(
     "hermes_steps_stuck_total", "Steps the watchdog found running too long.", registry=REGISTRY
 )
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens."""
+
+    prompt: float
+    completion: float
+
+
+class _Labels:
+    """What this process's metrics were configured with (by the runtime, from settings)."""
+
+    def __init__(self) -> None:
+        self.max_tenants = 50
+        self.prices: dict[str, Price] = {}
+        self._tenants: set[str] = set()
+        self._lock = threading.Lock()
+
+    def tenant(self, tenant_id: str) -> str:
+        with self._lock:
+            if tenant_id in self._tenants:
+                return tenant_id
+            if len(self._tenants) < self.max_tenants:
+                self._tenants.add(tenant_id)
+                return tenant_id
+        return "other"
+
+
+_LABELS = _Labels()
+
+
+def configure(*, max_tenants: int, prices: dict[str, Price]) -> None:
+    """Set by the runtime at start-up; the tenants seen so far are forgotten."""
+    with _LABELS._lock:
+        _LABELS.max_tenants = max_tenants
+        _LABELS.prices = dict(prices)
+        _LABELS._tenants.clear()
+
+
+def turn_finished(tenant_id: str, status: str, seconds: float) -> None:
+    TURNS.labels(status=status).inc()
+    TURN_SECONDS.observe(seconds)
+    TENANT_TURNS.labels(tenant=_LABELS.tenant(tenant_id), status=status).inc()
+
+
+def model_called(
+    model: str, outcome: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0
+) -> None:
+    """One model call; tokens and cost only for one that answered."""
+    LLM_SECONDS.labels(model=model, outcome=outcome).observe(seconds)
+    if outcome != "success":
+        return
+    LLM_TOKENS.labels(model=model, kind="prompt").inc(prompt_tokens)
+    LLM_TOKENS.labels(model=model, kind="completion").inc(completion_tokens)
+    price = _LABELS.prices.get(model, Price(0.0, 0.0))
+    cost = (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
+    LLM_COST.labels(model=model).inc(cost)
 
 
 class _DatabaseWork(Collector):

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.llm.testing import FakeLLMServer, Hang, Reply
 from app.llm.testing_rules import RuleModel
+from app.settings import Settings
 from app.testing import serve
 from bench._load_users import take_turn
 from tests.conftest import new_session
@@ -17,6 +18,14 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def dead_model(make_settings: Any) -> Settings:
+    """Settings whose model is a closed port, tried once: every turn fails `llm_unreachable`."""
+    settings: Settings = make_settings(
+        model_api_base=f"http://127.0.0.1:{closed_port()}/v1", llm_retries=0
+    )
+    return settings
 
 
 async def test_a_completed_turn_is_timed_to_its_last_frame(
@@ -45,8 +54,7 @@ async def test_a_completed_turn_is_timed_to_its_last_frame(
 async def test_failed_turns_error_answers_and_silence_are_failures(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
-    dead = make_settings(model_api_base=f"http://127.0.0.1:{closed_port()}/v1", llm_retries=0)
-    async with serve(dead) as svc:
+    async with serve(dead_model(make_settings)) as svc:
         session_id = await new_session(svc, "cust_0001")
         turn = await take_turn(svc.client, session_id, "complaint", "hello", 10)
         assert turn[3] == "turn.failed: llm_unreachable"

@@ -12,7 +12,7 @@ from app.api.auth import require_role
 from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipalDep
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
-from app.api.schemas import ErrorResponse, MessageOut, PostMessage, TurnOut
+from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
 from app.conversation.service import Held
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
@@ -65,6 +65,22 @@ async def post_message(
         return response
     turn, message = await conversation.wait_for_turn(accepted.turn)
     return JSONResponse(TurnOut.of(turn, message).model_dump(), headers=replay)
+
+
+@router.post(
+    "/{session_id}/cancel",
+    response_model=CancelledOut,
+    responses={
+        404: {"model": ErrorResponse, "description": "No such session"},
+        409: {"model": ErrorResponse, "description": "No turn of the session is running"},
+    },
+)
+async def cancel_turn(
+    session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
+) -> CancelledOut:
+    """End the running turn as `cancelled`: its stream gets `turn.failed` (code `cancelled`),
+    its open steps close, a JSON request waiting on it gets 503; queued turns still run."""
+    return CancelledOut.of(await conversation.cancel_turn(principal, session_id))
 
 
 @router.get(

@@ -1,0 +1,127 @@
+"""Metrics that move: after a few turns through HTTP (a streamed tool turn and a JSON turn, two
+tenants, the fan-out through Redis), `/metrics` has samples for every family the process
+declares, and every family that a turn should move has moved. Families that need something a
+few turns do not do are listed with the reason."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
+from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.observability import metrics
+from app.testing import LiveService, serve, stream_turn
+from tests.redis_util import REDIS_URL, redis_prefix  # noqa: F401  # a fixture
+
+ACME = "acme:agent:acme-key-0123456789"
+GLOBEX = "globex:agent:globex-key-0123456789"
+
+# Families that exist but that a few healthy turns on one process do not move.
+STILL: dict[str, str] = {
+    "hermes_steps_stuck": "needs a step running past HERMES_STEP_STUCK_AFTER_S (the watchdog)",
+    "hermes_sse_streams": "a gauge of open streams: back to 0 once the turns' streams close",
+    "hermes_sessions_with_worker": "a gauge of busy sessions: 0 once the turns are over",
+    "hermes_db_writer_connections": "a gauge of the writer connections, fixed at start-up",
+    "hermes_fanout_received": "needs a second process publishing through the same Redis",
+    "hermes_fanout_polling": "a gauge, 1 only while Redis is away",
+    "hermes_fanout_polling_seconds": "needs a Redis outage",
+}
+# The handoff queue's families (its own suite drives a handoff) move only with a handoff.
+NEEDS_A_HANDOFF = "hermes_handoff"
+
+
+def scrape(text: str) -> dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+    """family -> {(sample name, labels): value}."""
+    families: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = defaultdict(dict)
+    for family in text_string_to_metric_families(text):
+        families[family.name] = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples
+        }
+    return families
+
+
+def declared() -> set[str]:
+    return {family.name for family in metrics.REGISTRY.collect()}
+
+
+def moved(before: dict[Any, float], after: dict[Any, float]) -> bool:
+    return any(
+        not math.isclose(value, before.get(key, 0.0))
+        for key, value in after.items()
+        if not key[0].endswith(("_created", "_bucket"))
+    )
+
+
+def key(api_key: str) -> dict[str, str]:
+    return {"X-API-Key": api_key.rsplit(":", 1)[1]}
+
+
+async def session_of(svc: LiveService, api_key: str, user_id: str) -> str:
+    made = await svc.client.post("/v1/sessions", json={"user_id": user_id}, headers=key(api_key))
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+async def test_every_declared_family_has_samples_and_a_few_turns_move_them(
+    make_settings: Any,
+    fake_llm: FakeLLMServer,
+    redis_prefix: str,  # noqa: F811
+) -> None:
+    settings = make_settings(
+        auth="api_key",
+        api_keys=[ACME, GLOBEX],
+        demo_tenants=["acme"],
+        redis_url=REDIS_URL,
+        redis_prefix=redis_prefix,
+        metrics_max_tenants=1,
+        model_prices=["openai/test-model=2/8"],
+    )
+    async with serve(settings) as svc:
+        before = scrape((await svc.client.get("/metrics")).text)
+        fake_llm.enqueue(
+            ToolCalls(ToolCall("query_order_status", {"order_id": SHIPPED_ORDER})),
+            Reply("Your order has shipped.", chunks=3, usage=(1000, 250)),
+            Reply("Hello from globex.", usage=(500, 100)),
+        )
+        acme = await session_of(svc, ACME, LI_LEI)
+        svc.client.headers.update(key(ACME))
+        seen = await stream_turn(svc.client, acme, f"where is my order {SHIPPED_ORDER}")
+        assert seen[-1].event == "turn.completed", seen[-1]
+        globex = await session_of(svc, GLOBEX, "u2")
+        svc.client.headers.update(key(GLOBEX))
+        answered = await svc.client.post(f"/v1/sessions/{globex}/messages", json={"content": "hi"})
+        assert answered.status_code == 200, answered.text
+        after = scrape((await svc.client.get("/metrics")).text)
+        names = declared()
+
+    empty = sorted(n for n in names if not after.get(n))
+    assert empty == [], "declared families without samples"
+    still = [n for n in names if not moved(before.get(n, {}), after[n])]
+    expected_still = [n for n in still if n in STILL or n.startswith(NEEDS_A_HANDOFF)]
+    assert sorted(still) == sorted(expected_still), "families a turn should move did not"
+
+    def grew(family: str, sample: str, **labels: str) -> float:
+        at = (sample, tuple(sorted(labels.items())))
+        return after[family].get(at, 0.0) - before.get(family, {}).get(at, 0.0)
+
+    model = {"model": "openai/test-model"}
+    assert grew("hermes_llm_call_seconds", "hermes_llm_call_seconds_count", **model,
+                outcome="success") == 3  # fmt: skip
+    assert grew("hermes_llm_tokens", "hermes_llm_tokens_total", **model, kind="prompt") == 1510
+    assert grew("hermes_llm_tokens", "hermes_llm_tokens_total", **model, kind="completion") == 355
+    # (1510 * 2 + 355 * 8) / 1e6 US dollars
+    assert grew("hermes_llm_cost_usd", "hermes_llm_cost_usd_total", **model) == pytest.approx(
+        5.86e-3
+    )
+    # One tenant gets its own label; the next shares `other`.
+    assert grew("hermes_tenant_turns", "hermes_tenant_turns_total", tenant="acme",
+                status="completed") == 1  # fmt: skip
+    assert grew("hermes_tenant_turns", "hermes_tenant_turns_total", tenant="other",
+                status="completed") == 1  # fmt: skip
+    assert grew("hermes_turn_first_delta_seconds", "hermes_turn_first_delta_seconds_count") == 2
+    assert grew("hermes_db_commits", "hermes_db_commits_total") >= 2
