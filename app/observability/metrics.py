@@ -94,6 +94,8 @@ HANDOFF_WAIT_SECONDS = Histogram(
     buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600),
     registry=REGISTRY,
 )
+for _outcome in ("claimed", "expired"):  # both series exist (at 0) before the first handoff
+    HANDOFF_WAIT_SECONDS.labels(outcome=_outcome)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY
