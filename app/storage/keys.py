@@ -14,10 +14,11 @@ from typing import Any
 from app.storage import audit
 from app.storage.tx import Store, Tx
 
-_COLUMNS = (
-    "id, tenant_id, role, user_id, name, salt, digest, created_by, created_at, expires_at,"
-    " last_used_at, revoked_at, rotated_to"
-)
+_FIELDS = (
+    "id", "tenant_id", "role", "user_id", "name", "salt", "digest", "created_by", "created_at",
+    "expires_at", "last_used_at", "revoked_at", "rotated_to",
+)  # fmt: skip
+_COLUMNS = ", ".join(_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class KeyRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> KeyRecord:
-        return cls(*(row[i] for i in range(13)))
+        return cls(*(row[i] for i in range(len(_FIELDS))))
 
     def usable(self, now: float) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
@@ -75,37 +76,15 @@ def _insert(
     created_by: str,
     expires_at: float | None,
 ) -> KeyRecord:
+    record = KeyRecord(
+        key.id, tenant_id, role, user_id, name, key.salt, key.digest, created_by, tx.now,
+        expires_at, last_used_at=None, revoked_at=None, rotated_to=None,
+    )  # fmt: skip
     tx.execute(
-        f"INSERT INTO api_keys ({_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
-        (
-            key.id,
-            tenant_id,
-            role,
-            user_id,
-            name,
-            key.salt,
-            key.digest,
-            created_by,
-            tx.now,
-            expires_at,
-        ),
+        f"INSERT INTO api_keys ({_COLUMNS}) VALUES ({', '.join('?' * len(_FIELDS))})",
+        [getattr(record, field) for field in _FIELDS],
     )
-    return KeyRecord(
-        key.id,
-        tenant_id,
-        role,
-        user_id,
-        name,
-        key.salt,
-        key.digest,
-        created_by,
-        tx.now,
-        expires_at,
-        None,
-        None,
-        None,
-    )
+    return record
 
 
 def _details(record: KeyRecord) -> dict[str, Any]:
