@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.errors import DatabaseClosed
 from app.storage import audit
 from app.storage.tx import Store, Tx
 
@@ -225,13 +226,16 @@ class KeyStore(Store):
 
     def touch(self, key_id: str, at: float) -> None:
         """Note a use, without waiting (the caller writes at most once a minute per key)."""
-        future = self.transact_nowait(
-            lambda tx: tx.execute(
-                "UPDATE api_keys SET last_used_at = ? WHERE id = ?"
-                " AND (last_used_at IS NULL OR last_used_at < ?)",
-                (at, key_id, at),
+        try:
+            future = self.transact_nowait(
+                lambda tx: tx.execute(
+                    "UPDATE api_keys SET last_used_at = ? WHERE id = ?"
+                    " AND (last_used_at IS NULL OR last_used_at < ?)",
+                    (at, key_id, at),
+                )
             )
-        )
+        except DatabaseClosed:  # shutting down: the time is not worth failing a request
+            return
         future.add_done_callback(_ignore)
 
 
