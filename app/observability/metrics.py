@@ -94,7 +94,7 @@ HANDOFF_WAIT_SECONDS = Histogram(
     buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600),
     registry=REGISTRY,
 )
-for _outcome in ("claimed", "expired"):  # both series exist (at 0) before the first handoff
+for _outcome in ("claimed", "expired"):  # both series exist from the start: a scrape sees 0
     HANDOFF_WAIT_SECONDS.labels(outcome=_outcome)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(

@@ -35,6 +35,8 @@ SESSION_TABLES = (
     "approvals",
     "confirmations",
     "session_leases",
+    "handoffs",
+    "session_summaries",
 )
 
 
