@@ -88,13 +88,23 @@ def _insert(
     return record
 
 
-def _details(record: KeyRecord) -> dict[str, Any]:
-    return {
-        "role": record.role,
-        "user_id": record.user_id,
-        "expires_at": record.expires_at,
-        "name": record.name,
-    }
+def _audit(tx: Tx, action: str, record: KeyRecord, actor: Actor, **extra: Any) -> None:
+    """The change's audit row: the key's id, role, user, expiry and name; never its secret."""
+    audit.record(
+        tx,
+        tenant_id=record.tenant_id,
+        actor=actor.subject,
+        role=actor.role,
+        action=action,
+        target_id=record.id,
+        details={
+            "role": record.role,
+            "user_id": record.user_id,
+            "expires_at": record.expires_at,
+            "name": record.name,
+            **extra,
+        },
+    )
 
 
 def _find(tx: Tx, tenant_id: str, key_id: str) -> KeyRecord | None:
@@ -128,15 +138,7 @@ class KeyStore(Store):
                 created_by=actor.subject,
                 expires_at=expires_at,
             )
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=actor.subject,
-                role=actor.role,
-                action="key.created",
-                target_id=key.id,
-                details=_details(record),
-            )
+            _audit(tx, "key.created", record, actor)
             return record
 
         return await self.transact(create)
@@ -173,15 +175,7 @@ class KeyStore(Store):
             if record is None or record.revoked_at is not None:
                 return record
             tx.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (tx.now, key_id))
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=actor.subject,
-                role=actor.role,
-                action="key.revoked",
-                target_id=key_id,
-                details=_details(record),
-            )
+            _audit(tx, "key.revoked", record, actor)
             return _find(tx, tenant_id, key_id)
 
         return await self.transact(revoke)
@@ -211,15 +205,7 @@ class KeyStore(Store):
                 "UPDATE api_keys SET revoked_at = ?, rotated_to = ? WHERE id = ?",
                 (tx.now, new.id, key_id),
             )
-            audit.record(
-                tx,
-                tenant_id=tenant_id,
-                actor=actor.subject,
-                role=actor.role,
-                action="key.rotated",
-                target_id=key_id,
-                details={**_details(record), "new_key_id": new.id},
-            )
+            _audit(tx, "key.rotated", old, actor, new_key_id=new.id)
             return record
 
         return await self.transact(rotate)
