@@ -13,6 +13,7 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
+from app.api.openapi import install_openapi
 from app.api.public import PublicPathsGuard
 from app.api.routes import (
     approvals,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     secret = settings.auth_secret
     app.state.signer = TokenSigner(secret.get_secret_value().encode() if secret else None)
     install_error_handlers(app)
+    install_openapi(app, auth_required=settings.auth != "off")
     app.include_router(health.router)
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
     app.include_router(sessions.router)

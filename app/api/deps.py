@@ -72,7 +72,6 @@ SignerDep = Annotated[TokenSigner, Depends(get_signer)]
 async def get_principal(
     request: Request,
     auth: AuthDep,
-    signer: SignerDep,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
@@ -82,6 +81,7 @@ async def get_principal(
     cookie = request.cookies.get(DESK_COOKIE)
     if authorization or x_api_key or not cookie:
         return await auth.resolve(authorization, x_api_key)
+    signer = get_signer(request)
     claims = signer.verify("desk", cookie)
     if not await auth.still_valid(claims.principal):
         raise Unauthorized("the key this desk sign-in was made with is revoked or expired")
@@ -97,7 +97,6 @@ async def request_principal(request: Request) -> Principal:
     return await get_principal(
         request,
         get_authenticator(request),
-        get_signer(request),
         request.headers.get("authorization"),
         request.headers.get("x-api-key"),
     )
@@ -121,7 +120,7 @@ async def get_stream_principal(
     """The events route's caller: as every route's, or by a stream token for this session
     (the one place a credential is read from the URL)."""
     if stream_token is None:
-        return await get_principal(request, auth, signer, authorization, x_api_key)
+        return await get_principal(request, auth, authorization, x_api_key)
     claims = signer.verify("stream", stream_token)
     if claims.session_id != session_id:
         raise Forbidden("this stream token is for another session")
