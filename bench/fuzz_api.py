@@ -87,6 +87,8 @@ async def main() -> int:
             {},
             HERMES_AUTH="api_key",
             HERMES_API_KEYS=",".join(keys),
+            # schemathesis fetches the document without a key (HERMES_PUBLIC_PATHS).
+            HERMES_PUBLIC_PATHS="healthz,openapi.json",
             HERMES_DEMO_TENANTS=",".join(TENANTS),
             HERMES_DEMO_DB_PATH=str(tmp / "demo.db"),
             HERMES_LOCAL_FALLBACK="false",

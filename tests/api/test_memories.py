@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.routes import memories
+from app.api.tokens import TokenSigner
 from app.memory.records import Scope
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
@@ -32,6 +33,7 @@ def build_app(service: MemoryService, auth: Authenticator) -> FastAPI:
     app = FastAPI()
     app.state.runtime = SimpleNamespace(memory=service)
     app.state.auth = auth
+    app.state.signer = TokenSigner()
     install_error_handlers(app)
     app.include_router(memories.router)
     return app

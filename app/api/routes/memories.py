@@ -16,6 +16,7 @@ from app.api.auth import require_role
 from app.api.deps import MemoryDep, PrincipalDep
 from app.api.params import Instant, MemoryId, UserId
 from app.api.schemas import ErrorResponse, iso
+from app.errors import UserNotFound
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
 from app.memory.service import MemoryService
@@ -146,6 +147,8 @@ class HistoryList(BaseModel):
 
 
 def _scope(principal: Principal, user_id: str) -> Scope:
+    if not principal.may_see_user(user_id):  # a key bound to another user: as if none
+        raise UserNotFound("no such user", user_id=user_id)
     return Scope(principal.tenant_id, user_id)
 
 

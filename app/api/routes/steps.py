@@ -20,8 +20,11 @@ async def list_steps(
     session_id: SessionId,
     principal: PrincipalDep,
     steps: StepsDep,
+    conversation: ConversationDep,
     turn_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> StepList:
+    if principal.user_id is not None:  # a key bound to a user: that user's sessions only
+        await conversation.get_session(principal, session_id)
     items = await steps.list_steps(principal, session_id, turn_id)
     return StepList(items=[StepOut.of(s) for s in items])
 
@@ -43,6 +46,8 @@ async def retry_step(
     conversation: ConversationDep,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
+    if principal.user_id is not None:
+        await conversation.get_session(principal, session_id)
     turn = await steps.retry(principal, session_id, step_id)
     if sse.wants_event_stream(accept):
         return sse.stream_response(conversation.follow_turn(turn))
