@@ -2,6 +2,7 @@
 #   make run    install everything, start Hermes on 127.0.0.1:8000 with SQLite at ./var/hermes.db
 #   make test   install everything (with dev tools), run lint, type checks and the whole test suite
 #   make eval   the scenario evaluation (evals/) with hermes/local; fails below the targets
+#   make fuzz   schemathesis over every operation of a live service; fails on any 5xx or mismatch
 #   make load-ci  the locust profile (locustfile.py), bounded; fails on any failure or slow p95
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,6 +12,11 @@ BIN := $(VENV)/bin
 # hermes/local passes 178 of 178 (2026-12-01); below 0.95 fails the build.
 EVAL_MIN_SUCCESS ?= 0.95
 
+# CI's fuzz stage: its time budget (seconds, the whole schemathesis run) and cases per operation;
+# about 2 minutes with start-up on 2 cores (docs/operations.md#fuzzing-the-api).
+FUZZ_SECONDS ?= 100
+FUZZ_EXAMPLES ?= 40
+
 # CI's load stage: 50 customers for 60 s against one process (fake model, 300 ms per call).
 # A turn entry's p95 above this fails the build; see docs/operations.md#load-test-in-ci for
 # what the stage measured when the threshold was set.
@@ -18,7 +24,7 @@ LOAD_USERS ?= 50
 LOAD_SECONDS ?= 60
 LOAD_MAX_P95_MS ?= 2500
 
-.PHONY: run test eval load-ci install bench clean browser desk-screenshots
+.PHONY: run test eval fuzz load-ci install bench clean browser desk-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +58,9 @@ eval: install
 	mkdir -p var
 	HERMES_MODEL=hermes/local $(BIN)/hermes eval evals --quiet --json var/eval.json \
 		--min-success $(EVAL_MIN_SUCCESS)
+
+fuzz: install
+	$(BIN)/python -m bench.fuzz_api --max-time $(FUZZ_SECONDS) --max-examples $(FUZZ_EXAMPLES)
 
 load-ci: install
 	$(BIN)/python bench/load_ci.py --users $(LOAD_USERS) --duration $(LOAD_SECONDS) \

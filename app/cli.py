@@ -1,5 +1,5 @@
 """The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, the NLU tools,
-`hermes eval`, and `hermes chat` (a terminal client)."""
+`hermes eval`, `hermes chat` (a terminal client) and `hermes keys`."""
 
 from __future__ import annotations
 
@@ -39,13 +39,17 @@ def _serve(args: argparse.Namespace) -> int:
     from app.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_json)
+    from app.api.auth import check_bind
     from app.runtime import preflight
 
     try:
+        warning = check_bind(settings, args.host)
         preflight(settings)
     except ConfigError as exc:
         print(f"hermes: cannot start: {exc}", file=sys.stderr)
         return 2
+    if warning is not None:
+        print(f"hermes: {warning}", file=sys.stderr)
     options: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     copy.set_defaults(func=_migrate_sqlite_to_postgres)
 
+    from app.api.keys_cli import register as register_keys
     from app.chat.cli import register as register_chat
     from app.demo.cli import add_demo_data_command
     from app.evaluation.cli import register as register_eval
@@ -129,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_nlu(sub)
     register_eval(sub)
     register_chat(sub)
+    register_keys(sub)
     return parser
 
 

@@ -76,6 +76,16 @@ class SummaryNotFound(NotFound):
     code = "summary_not_found"
 
 
+class KeyNotFound(NotFound):
+    code = "key_not_found"
+
+
+class UserNotFound(NotFound):
+    """Another user's data asked for with a key bound to one user: as if there were none."""
+
+    code = "user_not_found"
+
+
 class McpToolNotFound(NotFound):
     code = "mcp_tool_not_found"
 

@@ -13,12 +13,15 @@ from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
+from app.api.openapi import install_openapi
+from app.api.public import PublicPathsGuard
 from app.api.routes import (
     approvals,
     audit,
     credentials,
     handoffs,
     health,
+    keys,
     mcp,
     memories,
     nlu,
@@ -45,6 +48,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_runtime(settings, model=model) as runtime:
             app.state.runtime = runtime
+            app.state.auth.attach(runtime.db, settings)
             # LiteLLM and the models leave a large, long-lived object graph behind at start-up;
             # moving it out of the collector's reach keeps GC pauses off the request path.
             gc.collect()
@@ -60,10 +64,11 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
         redoc_url=None,
     )
     app.state.settings = settings
-    app.state.auth = Authenticator(settings.auth, settings.api_keys)
+    app.state.auth = Authenticator.from_settings(settings)
     secret = settings.auth_secret
     app.state.signer = TokenSigner(secret.get_secret_value().encode() if secret else None)
     install_error_handlers(app)
+    install_openapi(app, auth_required=settings.auth != "off")
     app.include_router(health.router)
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
     app.include_router(sessions.router)
@@ -76,6 +81,7 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(memories.router)
     app.include_router(mcp.router)
     app.include_router(credentials.router)
+    app.include_router(keys.router)
     install_pages(app)
     app.include_router(audit.router)
     if settings.cors_origins:
@@ -93,6 +99,8 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
             # Without these a script on another origin cannot read them from a response.
             expose_headers=list(EXPOSED_HEADERS),
         )
+    if settings.auth != "off":
+        app.add_middleware(PublicPathsGuard, public=settings.public_paths)
     app.add_middleware(SessionLaneMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware)

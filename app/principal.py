@@ -16,10 +16,16 @@ _RANK = {"customer": -1, "agent": 0, "operator": 1, "admin": 2}
 class Principal:
     tenant_id: str
     role: Role
-    subject: str  # which key (never the key itself), or "local"
+    subject: str  # which key (never the key itself), `jwt:<sub>`, or "local"
+    # A key or token bound to one customer: it sees and acts on that user's sessions and
+    # memories only (404 for the others, as for another tenant's).
+    user_id: str | None = None
 
     def at_least(self, role: Role) -> bool:
         return _RANK[self.role] >= _RANK[role]
+
+    def may_see_user(self, user_id: str) -> bool:
+        return self.user_id is None or self.user_id == user_id
 
 
 LOCAL = Principal(tenant_id="default", role="admin", subject="local")

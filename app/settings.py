@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -22,6 +24,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 ENV_PREFIX = "HERMES_"
 
 CommaList = Annotated[list[str], NoDecode]
+
+# HERMES_PUBLIC_PATHS' names: the routes that need no key only when listed.
+PUBLIC_PATH_NAMES = ("healthz", "metrics", "docs", "openapi.json", "redoc")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hermes, a customer-service assistant for a call centre. Be brief, polite and "
@@ -129,9 +134,27 @@ class Settings(BaseSettings):
     cors_origins: CommaList = Field(default_factory=list)
 
     # -- auth -----------------------------------------------------------------------------------
+    # `off` only on loopback (`hermes serve` refuses it elsewhere); `api_key`: managed keys
+    # (`hermes keys create`), JWTs when configured, and the bootstrap keys below.
     auth: Literal["off", "api_key"] = "off"
-    # Each entry is "tenant:role:key" (role is customer, agent, operator or admin).
+    # Bootstrap keys, plain text in the environment: each "tenant:role:key" (role customer,
+    # agent, operator or admin; the key at least 16 characters). For the first admin and tests.
     api_keys: CommaList = Field(default_factory=list)
+    # Keyed into every managed key's stored digest: the database alone cannot check a guess.
+    # The same on every process; changing it invalidates every managed key.
+    key_pepper: SecretStr | None = Field(None, min_length=16)
+    # How long a process trusts its cached copy of a key's row: a revocation made elsewhere
+    # holds everywhere within this bound (the process that revokes drops its copy at once).
+    key_cache_ttl_s: float = Field(5.0, ge=0, le=300)
+    # JWT bearer tokens: HS256 with the secret, RS256/ES256 with a JWKS file or loopback URL.
+    jwt_secret: SecretStr | None = Field(None, min_length=32)
+    jwt_jwks: str | None = None
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    jwt_leeway_s: float = Field(30.0, ge=0, le=300)
+    # What answers without credentials: any of healthz, metrics, docs, openapi.json, redoc.
+    # The desk page and its assets always do (they hold no data; one signs in on them).
+    public_paths: CommaList = Field(default_factory=lambda: ["healthz"])
     # Signs the desk's session cookies and the stream tokens (HMAC-SHA256). Unset: a random
     # secret per process, so tokens die with the process and other processes refuse them; set
     # it (the same on every process) when several serve one deployment.
@@ -207,7 +230,13 @@ class Settings(BaseSettings):
     model_prices: CommaList = Field(default_factory=list)
 
     @field_validator(
-        "fallback_models", "cors_origins", "api_keys", "demo_tenants", "model_prices", mode="before"
+        "fallback_models",
+        "cors_origins",
+        "api_keys",
+        "demo_tenants",
+        "public_paths",
+        "model_prices",
+        mode="before",
     )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
@@ -253,12 +282,6 @@ class Settings(BaseSettings):
         """The PostgreSQL URL when PostgreSQL is the store, else None (SQLite)."""
         return None if self.database_url is None else self.database_url.get_secret_value()
 
-    @field_validator("auth_secret", mode="before")
-    @classmethod
-    def _blank_secret_is_none(cls, value: Any) -> Any:
-        # `HERMES_AUTH_SECRET=` (compose's `${VAR:-}`) means unset, not a 0-character secret.
-        return None if value == "" else value
-
     @field_validator("api_keys")
     @classmethod
     def _api_keys_shape(cls, value: list[str]) -> list[str]:
@@ -293,11 +316,37 @@ class Settings(BaseSettings):
             )
         return self
 
-    @model_validator(mode="after")
-    def _auth_needs_keys(self) -> Settings:
-        if self.auth == "api_key" and not self.api_keys:
-            raise ValueError("HERMES_AUTH=api_key needs at least one entry in HERMES_API_KEYS")
-        return self
+    @field_validator("public_paths")
+    @classmethod
+    def _known_public_paths(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in PUBLIC_PATH_NAMES]
+        if unknown:
+            raise ValueError(f"unknown {unknown[0]!r} (any of {', '.join(PUBLIC_PATH_NAMES)})")
+        return value
+
+    @field_validator("auth_secret", "key_pepper", "jwt_secret", mode="before")
+    @classmethod
+    def _blank_secret_is_none(cls, value: Any) -> Any:
+        # `HERMES_AUTH_SECRET=` (compose's `${VAR:-}`) means unset, not a 0-character secret.
+        return None if value == "" else value
+
+    @field_validator("jwt_jwks", "jwt_audience", "jwt_issuer", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @field_validator("jwt_jwks")
+    @classmethod
+    def _jwks_local(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value.startswith(("http://", "https://")):
+            host = urlsplit(value).hostname or ""
+            if host != "localhost" and not _loopback_ip(host):
+                raise ValueError("a JWKS URL must be on loopback (127.0.0.1, ::1, localhost)")
+        elif not Path(value).is_file():
+            raise ValueError("no such JWKS file")
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -351,7 +400,9 @@ def config_error(exc: ValidationError) -> ConfigError:
 
 
 # Values never echoed in an error: they may hold credentials (a Redis URL's password).
-_SECRET_FIELDS = frozenset({"api_keys", "redis_url", "database_url", "auth_secret"})
+_SECRET_FIELDS = frozenset(
+    {"api_keys", "redis_url", "database_url", "auth_secret", "key_pepper", "jwt_secret"}
+)
 
 
 def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
@@ -371,3 +422,10 @@ def describe_validation_error(exc: ValidationError) -> list[tuple[str, str]]:
         )
         problems.append((name, f"{message}{shown}"))
     return problems
+
+
+def _loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

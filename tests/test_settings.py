@@ -104,7 +104,10 @@ def test_yaml_unknown_key_and_missing_file(monkeypatch: pytest.MonkeyPatch, tmp_
 
 def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_AUTH", "api_key")
-    with pytest.raises(ConfigError, match="HERMES_API_KEYS"):
+    # No bootstrap key is fine: managed keys live in the database (`hermes keys create`).
+    assert load_settings().api_keys == []
+    monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcde")
+    with pytest.raises(ConfigError, match="HERMES_API_KEYS: API keys must be at least 16"):
         load_settings()
     monkeypatch.setenv("HERMES_API_KEYS", "acme:boss:0123456789abcdef")
     with pytest.raises(ConfigError, match="HERMES_API_KEYS: unknown role"):
@@ -143,3 +146,23 @@ def test_a_redis_prefix_must_be_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert info.value.source == "HERMES_REDIS_PREFIX"
+
+
+def test_auth_settings_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HERMES_PUBLIC_PATHS", "healthz,admin")
+    with pytest.raises(ConfigError, match="HERMES_PUBLIC_PATHS: unknown 'admin'"):
+        load_settings()
+    monkeypatch.setenv("HERMES_PUBLIC_PATHS", "healthz,metrics,docs,openapi.json,redoc")
+    assert load_settings().public_paths == ["healthz", "metrics", "docs", "openapi.json", "redoc"]
+    monkeypatch.setenv("HERMES_JWT_JWKS", "http://auth.example.com/jwks.json")
+    with pytest.raises(ConfigError, match="HERMES_JWT_JWKS: a JWKS URL must be on loopback"):
+        load_settings()
+    monkeypatch.setenv("HERMES_JWT_JWKS", str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="HERMES_JWT_JWKS: no such JWKS file"):
+        load_settings()
+    monkeypatch.setenv("HERMES_JWT_JWKS", "http://127.0.0.1:9999/jwks.json")
+    assert load_settings().jwt_jwks == "http://127.0.0.1:9999/jwks.json"
+    monkeypatch.setenv("HERMES_JWT_SECRET", "short")
+    with pytest.raises(ConfigError, match="HERMES_JWT_SECRET") as caught:
+        load_settings()
+    assert "short" not in str(caught.value)  # a secret is never echoed

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Header, Query, Request
 
 from app.api.auth import Authenticator
+from app.api.keys import ManagedKeys
 from app.api.params import SessionId
 from app.api.tokens import TokenSigner
 from app.conversation.handoff import HandoffDesk
 from app.conversation.service import ConversationService
-from app.errors import CsrfFailed, Forbidden, NLUUnavailable, Unauthorized
+from app.errors import CsrfFailed, DatabaseClosed, Forbidden, NLUUnavailable, Unauthorized
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
@@ -69,22 +70,22 @@ def get_signer(request: Request) -> TokenSigner:
 SignerDep = Annotated[TokenSigner, Depends(get_signer)]
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     auth: AuthDep,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> Principal:
-    """An API key in a header wins; else the desk's sign-in cookie, whose state-changing
-    requests must carry its CSRF token; else no credentials (401, or the local principal when
-    authentication is off)."""
+    """An API key (or JWT) in a header wins; else the desk's sign-in cookie, whose
+    state-changing requests must carry its CSRF token; else no credentials (401, or the local
+    principal when authentication is off)."""
     cookie = request.cookies.get(DESK_COOKIE)
     if authorization or x_api_key or not cookie:
-        return auth.resolve(authorization, x_api_key)
+        return await auth.resolve(authorization, x_api_key)
     signer = get_signer(request)
     claims = signer.verify("desk", cookie)
-    if not auth.still_valid(claims.principal):
-        raise Unauthorized("the key this desk sign-in was made with is no longer configured")
+    if not await auth.still_valid(claims.principal):
+        raise Unauthorized("the key this desk sign-in was made with is revoked or expired")
     if request.method not in _SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(sent.encode(), signer.csrf_token(claims).encode()):
@@ -92,10 +93,20 @@ def get_principal(
     return claims.principal
 
 
+async def request_principal(request: Request) -> Principal:
+    """`get_principal` outside a route (the public-paths guard)."""
+    return await get_principal(
+        request,
+        get_authenticator(request),
+        request.headers.get("authorization"),
+        request.headers.get("x-api-key"),
+    )
+
+
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def get_stream_principal(
+async def get_stream_principal(
     request: Request,
     session_id: SessionId,
     auth: AuthDep,
@@ -110,12 +121,12 @@ def get_stream_principal(
     """The events route's caller: as every route's, or by a stream token for this session
     (the one place a credential is read from the URL)."""
     if stream_token is None:
-        return get_principal(request, auth, authorization, x_api_key)
+        return await get_principal(request, auth, authorization, x_api_key)
     claims = signer.verify("stream", stream_token)
     if claims.session_id != session_id:
         raise Forbidden("this stream token is for another session")
-    if not auth.still_valid(claims.principal):
-        raise Unauthorized("the key this stream token was made with is no longer configured")
+    if not await auth.still_valid(claims.principal):
+        raise Unauthorized("the key this stream token was made with is revoked or expired")
     return claims.principal
 
 
@@ -195,3 +206,12 @@ def get_audit(runtime: RuntimeDep) -> AuditStore:
 
 
 AuditDep = Annotated[AuditStore, Depends(get_audit)]
+
+
+def get_keys(auth: AuthDep) -> ManagedKeys:
+    if auth.managed is None:  # only before the lifespan opened the database
+        raise DatabaseClosed("the database is not open")
+    return auth.managed
+
+
+KeysDep = Annotated[ManagedKeys, Depends(get_keys)]

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from app import errors as e
 
@@ -44,6 +45,8 @@ class Wire:
     code: str | None = None
     message: str | None = None
 
+
+_PROBED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 INTERNAL = Wire(500, "internal_error", "something went wrong on our side")
 
@@ -117,20 +120,39 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = _clean(list(exc.errors()))
-        body_invalid = any(e["type"] == "json_invalid" for e in errors)
-        message = "the request body is not valid JSON" if body_invalid else "the request is invalid"
-        return error_response(422, "validation_error", message, errors=errors)
+        if any(e["type"] == "json_invalid" for e in errors):
+            # Not a JSON document at all: malformed, not an invalid value (400, not 422).
+            return error_response(
+                400, "invalid_json", "the request body is not valid JSON", errors=errors
+            )
+        return error_response(422, "validation_error", "the request is invalid", errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
         response = error_response(exc.status_code, code, message)
         for name, value in (exc.headers or {}).items():
             response.headers[name] = value
+        if exc.status_code == 405:
+            response.headers["Allow"] = allowed_methods(request, response.headers.get("Allow", ""))
         return response
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
         return error_response(500, "internal_error", "something went wrong on our side")
+
+
+def allowed_methods(request: Request, fallback: str) -> str:
+    """Every method some route serves at this path. Starlette's own 405 names the methods of
+    the first route that matched the path only, and one path often has several routes (`GET`
+    and `POST /v1/sessions`). Asked of the router itself, method by method, so routes of
+    included routers count too; a mount (static files) answers its own 405s (`fallback`)."""
+    routes = [r for r in request.app.router.routes if not isinstance(r, Mount)]
+    allowed = [
+        method
+        for method in _PROBED_METHODS
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    ]
+    return ", ".join(allowed) or fallback

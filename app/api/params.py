@@ -10,17 +10,35 @@ than failing inside a stream that has already started.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Query
+from pydantic import BeforeValidator, WithJsonSchema
 
 from app.errors import InvalidInput
 
 MAX_ID_CHARS = 128
 MAX_SEQ = 2**63 - 1  # SQLite INTEGER is signed 64-bit
+MAX_SEQ_CHARS = 64
 
 _ID = r"^[A-Za-z0-9_.:@+-]+$"
-_SEQ = re.compile(r"[0-9]{1,19}")
+
+
+def _at_most(limit: str) -> str:
+    """A regular expression for the decimal numbers of `len(limit)` digits up to `limit`."""
+    options = [
+        limit[:i] + (f"[0-{int(d) - 1}]" if d != "1" else "0") + f"[0-9]{{{len(limit) - i - 1}}}"
+        for i, d in enumerate(limit)
+        if d != "0"
+    ]
+    return "|".join([*options, limit])
+
+
+# A stream position as the schema states it and the server checks it: plain ASCII digits (any
+# leading zeros) from 0 to 2^63-1, or empty for "none". One pattern, so the two cannot drift.
+SEQ_PATTERN = rf"^(0*([0-9]{{1,18}}|{_at_most(str(MAX_SEQ))}))?$"
+_SEQ = re.compile(SEQ_PATTERN)
 
 
 def _id(description: str, *, pattern: str | None = None) -> Any:
@@ -36,33 +54,78 @@ McpServerName = Annotated[str, _id("The MCP server's name")]
 McpToolName = Annotated[str, _id("The server's name for the tool, or the registry's")]
 
 
-def parse_seq(value: str, field: str) -> int:
-    """An event sequence number written as plain ASCII digits, within 0..2^63-1."""
-    text = value.strip()
-    if not _SEQ.fullmatch(text) or int(text) > MAX_SEQ:
+# RFC 3339's date-time, what `format: date-time` promises: a zone is part of it (pydantic alone
+# would also take a bare date, a time without a zone, or a number of seconds).
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _rfc3339(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        raise ValueError("expected an RFC 3339 date-time with its zone, e.g. 2030-01-01T00:00:00Z")
+    return value
+
+
+Instant = Annotated[
+    datetime,
+    BeforeValidator(_rfc3339),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+# Page cursors are opaque: only the ones the service issued are valid. The format names them so
+# a client (and the fuzzer's generator, bench/fuzz_hooks.py) knows where one comes from.
+SESSION_CURSOR = "hermes-session-cursor"
+MESSAGE_CURSOR = "hermes-message-cursor"
+
+
+def cursor_query(kind: str) -> Any:
+    return Query(
+        max_length=512,
+        description="`next_cursor` of the previous page",
+        json_schema_extra={"format": kind},
+    )
+
+
+def parse_seq(value: str, field: str) -> int | None:
+    """An event sequence number written as plain ASCII digits, within 0..2^63-1; None for an
+    empty value (no position)."""
+    if len(value) > MAX_SEQ_CHARS or not _SEQ.fullmatch(value):
         raise InvalidInput(
             f"{field} must be an event id from this stream: a whole number from 0 to {MAX_SEQ}",
             field=field,
         )
-    return int(text)
+    return int(value) if value else None
+
+
+def _position(description: str) -> dict[str, Any]:
+    return {
+        "max_length": MAX_SEQ_CHARS,
+        "description": description,
+        # Stated, not enforced by FastAPI: parse_seq checks it and names the field it read.
+        "json_schema_extra": {"pattern": SEQ_PATTERN},
+    }
 
 
 def resume_after(
     after: Annotated[
         str | None,
-        Query(
-            max_length=64,
-            description=f"Replay the events after this sequence number (0 to {MAX_SEQ})",
-        ),
+        Query(**_position(f"Replay the events after this sequence number (0 to {MAX_SEQ})")),
     ] = None,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(**_position("What a reconnecting EventSource sends; wins over `after`")),
+    ] = None,
 ) -> int | None:
     """Where a stream resumes: `Last-Event-ID` (what a browser's EventSource sends when it
-    reconnects) wins over `?after=`; None when neither is given. Both are read by the same
-    strict rule (an int query parameter would also take "+3", "1_0" or "3.0")."""
-    if last_event_id is not None and last_event_id.strip():
+    reconnects) wins over `?after=`; None when neither is given or both are empty. Both are
+    read by the same strict rule (an int query parameter would also take "+3", "1_0" or "3.0")."""
+    from_query = None if after is None else parse_seq(after, "after")  # checked either way
+    if last_event_id:
         return parse_seq(last_event_id, "Last-Event-ID")
-    return None if after is None else parse_seq(after, "after")
+    return from_query
 
 
 ResumeAfter = Annotated[int | None, Depends(resume_after)]

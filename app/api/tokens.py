@@ -59,6 +59,7 @@ class TokenSigner:
             "t": principal.tenant_id,
             "r": principal.role,
             "s": principal.subject,
+            "u": principal.user_id,
             "e": claims.expires_at,
             "n": claims.nonce,
             "sid": session_id,
@@ -73,7 +74,9 @@ class TokenSigner:
             if not hmac.compare_digest(_unb64(mac), self._mac(kind, payload)):
                 raise ValueError("bad signature")
             body = json.loads(_unb64(payload))
-            principal = Principal(tenant_id=body["t"], role=body["r"], subject=body["s"])
+            principal = Principal(
+                tenant_id=body["t"], role=body["r"], subject=body["s"], user_id=body.get("u")
+            )
             claims = Claims(principal, int(body["e"]), str(body["n"]), body["sid"])
         except (ValueError, TypeError, KeyError, binascii.Error):
             raise Unauthorized(f"not a valid {kind} token") from None

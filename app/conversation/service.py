@@ -12,6 +12,7 @@ from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
 from app.errors import (
     BudgetExceeded,
+    Forbidden,
     NoRunningTurn,
     RateLimited,
     SessionNotFound,
@@ -70,11 +71,14 @@ class ConversationService:
     async def create_session(
         self, principal: Principal, user_id: str, metadata: dict[str, Any]
     ) -> Session:
+        if not principal.may_see_user(user_id):
+            raise Forbidden("this key is bound to another user", user_id=principal.user_id)
         return await self.sessions.create(principal.tenant_id, user_id, metadata)
 
     async def get_session(self, principal: Principal, session_id: str) -> Session:
+        """The tenant's session; a key bound to a user sees only that user's (else 404)."""
         session = await self.sessions.find(principal.tenant_id, session_id)
-        if session is None:
+        if session is None or not principal.may_see_user(session.user_id):
             raise SessionNotFound("no such session", session_id=session_id)
         return session
 
@@ -87,6 +91,10 @@ class ConversationService:
         limit: int,
         cursor: str | None,
     ) -> Page:
+        if principal.user_id is not None:
+            if user_id not in (None, principal.user_id):
+                raise Forbidden("this key is bound to another user", user_id=principal.user_id)
+            user_id = principal.user_id
         return await self.sessions.list_page(
             principal.tenant_id, user_id=user_id, status=status, limit=limit, cursor=cursor
         )
@@ -121,6 +129,8 @@ class ConversationService:
     ) -> Accepted | Held:
         """A turn for the bot, or (while a human agent holds the session) the customer's
         message stored for the agent, with no turn."""
+        if principal.user_id is not None:  # a key bound to a user: that user's sessions only
+            await self.get_session(principal, session_id)
         if self.desk is not None:
             held = await self.desk.hold(principal, session_id, content)
             if held is not None:

@@ -5,8 +5,10 @@ reads of unmasked data (`approval.read_full`), operators' decisions (`approval.d
 side-effecting tool calls (`tool.succeeded`, `tool.failed`), memory changes
 (`memory.written`, `memory.verified`, `memory.rejected`, `memory.deleted`,
 `memory.forgotten`), MCP definition approvals (`mcp.approved`), human agents taking a
-session over and handing it back (`handoff.claim`, `handoff.release`). `record` writes inside the
-caller's transaction, so an action and its audit row commit together or not at all. Rows
+session over and handing it back (`handoff.claim`, `handoff.release`), managed API keys
+created, rotated and revoked (`key.created`, `key.rotated`, `key.revoked`; never the key).
+`record` writes inside the caller's transaction, so an action and its audit row commit
+together or not at all. Rows
 never hold message content or the sensitive values themselves: ids, names, kinds, outcomes.
 
 Actors: a key's subject with its role; `model` (role `model`) for what the model proposed

@@ -25,7 +25,11 @@ _MAX_INT = 2**63 - 1
 
 
 def message_cursor(message: Message) -> str:
-    return base64.urlsafe_b64encode(f"{message.turn_number}:{message.pk}".encode()).decode()
+    return encode_message_cursor(message.turn_number, message.pk)
+
+
+def encode_message_cursor(turn_number: int, pk: int) -> str:
+    return base64.urlsafe_b64encode(f"{turn_number}:{pk}".encode()).decode()
 
 
 def _decode(cursor: str) -> tuple[int, int]:

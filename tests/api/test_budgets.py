@@ -43,7 +43,9 @@ async def post(svc: LiveService, session_id: str, content: str, key: str = AGENT
 
 
 async def refusals(svc: LiveService) -> dict[str, float]:
-    text = (await svc.client.get("/metrics")).text
+    scraped = await svc.client.get("/metrics", headers=auth(AGENT_A))
+    assert scraped.status_code == 200, scraped.text
+    text = scraped.text
     found = re.findall(r'^hermes_budget_refusals_total\{kind="(\w+)"\} (\S+)$', text, re.M)
     return {kind: float(value) for kind, value in found}
 

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.routes import memories
+from app.api.tokens import TokenSigner
 from app.memory.records import Scope
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
@@ -32,6 +33,7 @@ def build_app(service: MemoryService, auth: Authenticator) -> FastAPI:
     app = FastAPI()
     app.state.runtime = SimpleNamespace(memory=service)
     app.state.auth = auth
+    app.state.signer = TokenSigner()
     install_error_handlers(app)
     app.include_router(memories.router)
     return app
@@ -164,9 +166,13 @@ async def test_delete_and_forget(client: httpx.AsyncClient, service: MemoryServi
         ("", {"key": "contact.email", "value": ""}),
         ("", {"key": "bad key!", "value": "x"}),
         ("", {"key": "k", "value": "x", "confidence": 1.5}),
+        ("", {"key": "k", "value": "x", "confidence": False}),
+        ("", {"key": "k", "value": "x", "confidence": "0.5"}),
         ("", {"key": "k", "value": "x", "tier": "short"}),
-        ("", {"key": "k", "value": "x", "valid_until": "2000-01-01T00:00:00Z"}),
         ("", {"key": "k", "value": "x", "valid_until": "2999-01-01T00:00:00"}),
+        # not RFC 3339 date-times, though pydantic alone would take them
+        ("", {"key": "k", "value": "x", "valid_until": 4102444800}),
+        ("", {"key": "k", "value": "x", "valid_until": "2999-01-01"}),
         ("", {"key": "k", "value": "x", "extra": 1}),
         (":forget", {}),
         (":forget", {"key": "a", "query": "b"}),
@@ -175,6 +181,30 @@ async def test_delete_and_forget(client: httpx.AsyncClient, service: MemoryServi
 )
 async def test_bad_bodies_are_422(client: httpx.AsyncClient, path: str, body: dict[str, Any]):
     assert error_code(await client.post(BASE + path, json=body), 422) == "validation_error"
+
+
+async def test_a_valid_until_already_past_is_an_expired_fact(client: httpx.AsyncClient):
+    # The schema cannot say "in the future", so the server takes what it allows: the fact is
+    # kept and listed, expired, and never recalled.
+    created = await client.post(
+        BASE, json={"key": "contact.city", "value": "北京", "valid_until": "2000-01-01T00:00:00Z"}
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["valid_until"] == "2000-01-01T00:00:00Z"
+    listed = (await client.get(BASE, params={"key": "contact.city"})).json()["items"]
+    assert [m["id"] for m in listed] == [created.json()["id"]]
+
+
+async def test_forget_takes_exactly_one_of_key_and_query_as_its_schema_says(
+    client: httpx.AsyncClient,
+):
+    await client.post(BASE, json={"key": "contact.email", "value": "a@example.com"})
+    # null is the same as absent, in the schema's oneOf and in the server
+    forgot = await client.post(f"{BASE}:forget", json={"key": "contact.email", "query": None})
+    assert forgot.status_code == 200, forgot.text
+    assert len(forgot.json()["deleted"]) == 1
+    schema = (await client.get("/openapi.json")).json()["components"]["schemas"]["ForgetRequest"]
+    assert [branch["required"] for branch in schema["oneOf"]] == [["query"], ["key"]]
 
 
 async def test_valid_until_is_stored(client: httpx.AsyncClient):

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
 from app.api.routes import nlu as nlu_routes
+from app.api.tokens import TokenSigner
 from app.nlu.pipeline import NLUPipeline
 from app.nlu.testing import ScriptedParser
 from app.nlu.types import Parser
@@ -29,6 +30,7 @@ def make_app(parser: Parser | None, auth: Authenticator | None = None) -> FastAP
     app = FastAPI()
     app.state.runtime = Runtime(nlu=parser)
     app.state.auth = auth or Authenticator("off", [])
+    app.state.signer = TokenSigner()
     install_error_handlers(app)
     app.include_router(nlu_routes.router)
     return app

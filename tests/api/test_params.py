@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 
 import httpx
 
+from app.api.params import MESSAGE_CURSOR, SESSION_CURSOR
 from app.llm.testing import FakeLLMServer, Reply
+from app.storage.messages import encode_message_cursor
+from app.storage.sessions import encode_cursor
 from app.testing import LiveService, SseEvent, read_events, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
@@ -74,6 +78,12 @@ async def test_the_streamed_post_checks_its_position_before_accepting_the_turn(
             "POST", path, json={"content": "hi"}, headers=sse, params={"after": value}
         ) as r:
             await assert_no_stream(r, "after")
+        # A bad ?after= is bad whatever else is sent: with a good Last-Event-ID, on a JSON post.
+        for headers in ({**sse, "Last-Event-ID": "3"}, {}):
+            async with service.client.stream(
+                "POST", path, json={"content": "hi"}, headers=headers, params={"after": value}
+            ) as r:
+                await assert_no_stream(r, "after")
     # Nothing was accepted: no message stored, the model never asked.
     assert (await service.client.get(path)).json()["items"] == []
     assert fake_llm.requests == []
@@ -167,3 +177,44 @@ async def test_long_path_ids_are_422_and_normal_ids_unaffected(service: LiveServ
     session_id = await new_session(service)
     assert (await client.get(f"/v1/sessions/{session_id}")).status_code == 200
     assert (await client.get(f"/v1/sessions/{session_id}/messages")).status_code == 200
+
+
+async def test_positions_are_what_the_schema_says(service: LiveService) -> None:
+    """The spec states the rule parse_seq applies (a pattern for 0..2^63-1, any leading zeros,
+    empty for none), so a fuzzer's valid position is the server's too: `Last-Event-ID: null`
+    or a 64-digit run of zeros used to disagree."""
+    session_id = await new_session(service)
+    path = f"/v1/sessions/{session_id}/events"
+    doc = (await service.client.get("/openapi.json")).json()
+    params = {
+        p["name"]: p["schema"]
+        for p in doc["paths"][path.replace(session_id, "{session_id}")]["get"]["parameters"]
+    }
+    pattern = re.compile(params["last-event-id"]["pattern"])
+    assert params["after"]["pattern"] == pattern.pattern
+    for value in ("", "0" * 64, "00" + INT64_MAX):
+        assert pattern.fullmatch(value)
+        for headers, query in (({"Last-Event-ID": value}, {}), ({}, {"after": value})):
+            async with service.client.stream("GET", path, headers=headers, params=query) as r:
+                assert r.status_code == 200, value
+    for value in ("null", "0" * 65, str(2**63), " 1"):
+        assert not (pattern.fullmatch(value) and len(value) <= 64)
+        async with service.client.stream("GET", path, params={"after": value}) as r:
+            await assert_no_stream(r, "after")
+
+
+async def test_cursors_are_declared_opaque(service: LiveService) -> None:
+    doc = (await service.client.get("/openapi.json")).json()
+    sessions = doc["paths"]["/v1/sessions"]["get"]["parameters"]
+    messages = doc["paths"]["/v1/sessions/{session_id}/messages"]["get"]["parameters"]
+    formats = {p["schema"].get("format") for p in sessions + messages if p["name"] == "cursor"}
+    assert formats == {SESSION_CURSOR, MESSAGE_CURSOR}
+    # One made the way the service makes them is a position, whether or not a row is there.
+    session_id = await new_session(service)
+    page = await service.client.get("/v1/sessions", params={"cursor": encode_cursor(1.0, "s")})
+    assert page.status_code == 200 and page.json()["items"] == []
+    made = encode_message_cursor(2**63 - 1, 1)
+    listed = await service.client.get(
+        f"/v1/sessions/{session_id}/messages", params={"cursor": made}
+    )
+    assert listed.status_code == 200

@@ -72,8 +72,8 @@ async def test_malformed_bodies_are_422(service: LiveService) -> None:
         await client.post(
             "/v1/sessions", content=b"{not json", headers={"content-type": "application/json"}
         ),
-        422,
-        "validation_error",
+        400,  # not JSON at all: malformed, where 422 is a JSON body with invalid values
+        "invalid_json",
     )
     assert_error(
         await client.post("/v1/sessions", json={"user_id": "u", "extra": 1}),

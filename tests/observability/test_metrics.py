@@ -81,6 +81,7 @@ async def test_every_declared_family_has_samples_and_a_few_turns_move_them(
         redis_prefix=redis_prefix,
         metrics_max_tenants=1,
         model_prices=["openai/test-model=2/8"],
+        public_paths=["healthz", "metrics"],  # Prometheus scrapes without a key
     )
     async with serve(settings) as svc:
         before = scrape((await svc.client.get("/metrics")).text)

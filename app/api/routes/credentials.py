@@ -91,7 +91,7 @@ async def desk_login(
     auth: AuthDep,
     signer: SignerDep,
 ) -> DeskSessionOut:
-    principal = auth.resolve(None, body.api_key)
+    principal = await auth.resolve(None, body.api_key)
     require_role(principal, "agent")  # the desk is for agents; a customer's page needs none
     ttl = settings.desk_session_ttl_s
     token, claims = signer.issue("desk", principal, ttl)

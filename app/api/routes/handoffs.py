@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, status
 
 from app.api.auth import require_role
-from app.api.deps import DeskDep, PrincipalDep
+from app.api.deps import ConversationDep, DeskDep, PrincipalDep
 from app.api.desk_schemas import (
     CloseSession,
     HandoffList,
@@ -36,8 +36,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     responses=_ERRORS,
 )
 async def request_handoff(
-    session_id: SessionId, body: RequestHandoff, principal: PrincipalDep, desk: DeskDep
+    session_id: SessionId,
+    body: RequestHandoff,
+    principal: PrincipalDep,
+    desk: DeskDep,
+    conversation: ConversationDep,
 ) -> HandoffOut:
+    if principal.user_id is not None:  # a key bound to a user: that user's sessions only
+        await conversation.get_session(principal, session_id)
     by = "customer" if principal.role == "customer" else principal.subject
     requested = await desk.request(principal, session_id, body.reason, requested_by=by)
     return HandoffOut.of(await desk.describe(requested.handoff, requested.position))

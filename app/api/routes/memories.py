@@ -6,16 +6,17 @@ another user or tenant answers 404 `memory_not_found`, exactly like a missing on
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
 from app.api.auth import require_role
 from app.api.deps import MemoryDep, PrincipalDep
-from app.api.params import MemoryId, UserId
+from app.api.params import Instant, MemoryId, UserId
 from app.api.schemas import ErrorResponse, iso
+from app.errors import UserNotFound
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
 from app.memory.service import MemoryService
@@ -87,25 +88,27 @@ class CreateMemory(BaseModel):
     key: str = Field(min_length=1, max_length=128, pattern=_KEY)
     value: str = Field(min_length=1, max_length=2000)
     tier: Literal["fact", "node"] = "fact"
-    confidence: float = Field(1.0, ge=0, le=1)
-    valid_until: datetime | None = None
+    # Strict: a JSON number, not `true` or "0.5" (which pydantic would otherwise take).
+    confidence: float = Field(1.0, ge=0, le=1, strict=True)
+    # With its zone (RFC 3339). One already past is allowed: the schema cannot say "future",
+    # and the fact is simply expired (kept, listed, never recalled, archived by the sweeper).
+    valid_until: Instant | None = None
 
-    @field_validator("valid_until")
-    @classmethod
-    def _future(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("valid_until needs a time zone, e.g. 2030-01-01T00:00:00Z")
-        if value <= datetime.now(UTC):
-            raise ValueError("valid_until must be in the future")
-        return value
+
+# Exactly one of `query` and `key`, as a string (null is the same as absent): said in the
+# schema too, so a client (or a fuzzer) knows `{}` and both together are refused.
+_ONE_OF_QUERY_OR_KEY: JsonDict = {
+    "oneOf": [
+        {"required": [name], "properties": {name: {"type": "string"}}} for name in ("query", "key")
+    ]
+}
 
 
 class ForgetRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_ONE_OF_QUERY_OR_KEY)
 
-    query: str | None = Field(None, min_length=1, max_length=200)
+    # At least one character that is not white space: a blank query would match everything.
+    query: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
     key: str | None = Field(None, min_length=1, max_length=128, pattern=_KEY)
     reason: str = Field("operator_request", min_length=1, max_length=200)
 
@@ -113,8 +116,6 @@ class ForgetRequest(BaseModel):
     def _one_of(self) -> ForgetRequest:
         if (self.query is None) == (self.key is None):
             raise ValueError("give exactly one of query or key")
-        if self.query is not None and not self.query.strip():
-            raise ValueError("query must not be blank")
         return self
 
 
@@ -146,6 +147,8 @@ class HistoryList(BaseModel):
 
 
 def _scope(principal: Principal, user_id: str) -> Scope:
+    if not principal.may_see_user(user_id):  # a key bound to another user: as if none
+        raise UserNotFound("no such user", user_id=user_id)
     return Scope(principal.tenant_id, user_id)
 
 

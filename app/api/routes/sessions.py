@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import ConversationDep, PrincipalDep
-from app.api.params import SessionId
+from app.api.params import MESSAGE_CURSOR, SESSION_CURSOR, SessionId, cursor_query
 from app.api.schemas import (
     CreateSession,
     ErrorResponse,
@@ -38,7 +38,7 @@ async def list_sessions(
     user_id: Annotated[str | None, Query(max_length=128)] = None,
     status: Annotated[Literal["active", "archived"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    cursor: Annotated[str | None, cursor_query(SESSION_CURSOR)] = None,
 ) -> SessionList:
     page = await conversation.list_sessions(
         principal, user_id=user_id, status=status, limit=limit, cursor=cursor
@@ -67,7 +67,7 @@ async def list_messages(
     principal: PrincipalDep,
     conversation: ConversationDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    cursor: Annotated[str | None, cursor_query(MESSAGE_CURSOR)] = None,
 ) -> MessageList:
     items, next_cursor = await conversation.list_messages(
         principal, session_id, cursor=cursor, limit=limit

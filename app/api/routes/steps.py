@@ -20,8 +20,11 @@ async def list_steps(
     session_id: SessionId,
     principal: PrincipalDep,
     steps: StepsDep,
+    conversation: ConversationDep,
     turn_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> StepList:
+    if principal.user_id is not None:  # a key bound to a user: that user's sessions only
+        await conversation.get_session(principal, session_id)
     items = await steps.list_steps(principal, session_id, turn_id)
     return StepList(items=[StepOut.of(s) for s in items])
 
@@ -45,6 +48,8 @@ async def retry_step(
     streams: StreamsDep,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
+    if principal.user_id is not None:
+        await conversation.get_session(principal, session_id)
     streamed = sse.wants_event_stream(accept)
     retried = steps.retry(principal, session_id, step_id)
     turn, release = await sse.with_slot(streams, principal, streamed, retried)
