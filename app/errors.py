@@ -183,7 +183,22 @@ class StepQueueFull(HermesError):
 
 
 class RateLimited(HermesError):
+    """Too many requests from one principal (`details.retry_after_s`: when to try again)."""
+
     code = "rate_limited"
+
+
+class TooManyStreams(RateLimited):
+    """One principal holds as many open event streams as it may."""
+
+    code = "too_many_streams"
+
+
+class BudgetExceeded(HermesError):
+    """A token or cost cap is used up (`details.kind` says which). A daily cap says when it
+    starts again (`details.retry_after_s`); a session's cap never does."""
+
+    code = "budget_exceeded"
 
 
 # -- something Hermes depends on can't answer -------------------------------------------------
@@ -239,12 +254,17 @@ class TurnSessionDeleted(TurnFailed):
     """The session was deleted while its turn ran."""
 
 
+class TurnOverBudget(TurnFailed):
+    """The turn used up a token or cost cap and was ended between model rounds."""
+
+
 _TURN_ENDINGS: dict[str, type[TurnFailed]] = {
     "turn_timeout": TurnTimedOut,
     "llm_timeout": TurnTimedOut,
     "interrupted": TurnInterrupted,
     "cancelled": TurnInterrupted,
     "session_deleted": TurnSessionDeleted,
+    "budget_exceeded": TurnOverBudget,
 }
 
 

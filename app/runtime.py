@@ -19,6 +19,7 @@ from app.conversation.budget import (
     ModelSummarizer,
     Summarizer,
 )
+from app.conversation.budgets import Budgets, Caps
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.handoff import HandoffConfig, HandoffDesk
@@ -34,6 +35,7 @@ from app.llm.catalog import ModelConfig, check_models, provider_of, with_local_f
 from app.llm.gateway import ChatModel
 from app.llm.local.model import LocalModelConfig
 from app.llm.masking import Redact
+from app.llm.prices import Prices
 from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
@@ -41,7 +43,7 @@ from app.nlu.pipeline import NLUPipeline
 from app.nlu.types import Parser
 from app.observability import metrics
 from app.resilience.breaker import BreakerFactory, BreakerPolicy
-from app.resilience.concurrency import Bulkheads
+from app.resilience.concurrency import Bulkheads, KeyedCounter
 from app.resilience.ratelimit import RateLimiter
 from app.resilience.redis_breaker import redis_breakers
 from app.resilience.redis_client import SharedRedis, check_reachable, open_shared_redis
@@ -52,6 +54,7 @@ from app.storage.engine import check_database, open_database
 from app.storage.leases import LeaseStore
 from app.storage.port import Database
 from app.storage.tool_calls import ToolCallStore
+from app.storage.usage import UsageStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
@@ -89,6 +92,8 @@ class Runtime:
     model: ChatModel
     shared: SharedRedis | None = None  # HERMES_REDIS_URL: limits, breakers...
     fanout: RedisFanout | None = None  # ...and the fan-out of session events
+    # Event streams open per principal (HERMES_MAX_STREAMS_PER_PRINCIPAL), in this process.
+    streams: KeyedCounter = field(default_factory=lambda: KeyedCounter(0))
     started_at: float = field(default_factory=time.time)
 
     async def health_checks(self) -> dict[str, str]:
@@ -253,6 +258,23 @@ def background(
     stack.push_async_callback(stop)
 
 
+def build_budgets(settings: Settings, db: Database, limiter: RateLimiter) -> Budgets:
+    return Budgets(
+        Caps(
+            turn_tokens=settings.budget_turn_tokens,
+            turn_cost=settings.budget_turn_cost,
+            session_tokens=settings.budget_session_tokens,
+            session_cost=settings.budget_session_cost,
+            tenant_daily_tokens=settings.budget_tenant_daily_tokens,
+            tenant_daily_cost=settings.budget_tenant_daily_cost,
+            turn_rate_per_minute=settings.turn_rate_per_minute,
+        ),
+        UsageStore(db),
+        Prices(settings.model_price_table),
+        limiter,
+    )
+
+
 def build_summarizer(settings: Settings, model: ChatModel) -> Summarizer:
     """The configured model summarises; offline (hermes/local) the summary is extractive."""
     if settings.model.startswith("hermes/"):
@@ -372,6 +394,9 @@ async def open_runtime(
             ),
             model_label=settings.model,
         )
+        budgets = build_budgets(settings, db, executor.guards.limiter)
+        # With a cost cap, the configured models' prices are looked up now, not on a first turn.
+        background(stack, budgets.warm([settings.model, *settings.fallback_models]), "prices")
         leases = SessionLeases(
             LeaseStore(db, bus.publish),
             LeaseConfig(
@@ -412,6 +437,7 @@ async def open_runtime(
                 ),
                 turn_timeout_s=settings.turn_timeout_s,
                 leases=leases,
+                budgets=budgets,
                 handoff=HandoffConfig(
                     fallback_s=settings.handoff_fallback_s,
                     wait_per_position_s=settings.handoff_wait_per_position_s,
@@ -455,4 +481,5 @@ async def open_runtime(
             model=model,
             shared=shared,
             fanout=fanout,
+            streams=KeyedCounter(settings.max_streams_per_principal),
         )

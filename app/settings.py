@@ -111,6 +111,23 @@ class Settings(BaseSettings):
     session_lease_renew_s: float = Field(5.0, gt=0)
     session_lease_sweep_s: float = Field(1.0, gt=0)
 
+    # -- budgets and limits (0: off) -------------------------------------------------------------
+    # Tokens as the model reports them (prompt + completion); cost in the prices' unit (USD for
+    # LiteLLM's price map). A turn over a cap ends `budget_exceeded` between model rounds; a
+    # turn that would start over a session's or the tenant's cap is refused (429).
+    budget_turn_tokens: int = Field(0, ge=0)
+    budget_turn_cost: float = Field(0.0, ge=0)
+    budget_session_tokens: int = Field(0, ge=0)
+    budget_session_cost: float = Field(0.0, ge=0)
+    budget_tenant_daily_tokens: int = Field(0, ge=0)
+    budget_tenant_daily_cost: float = Field(0.0, ge=0)
+    # Prices per model: `model_prices` (below); budgets price other models from LiteLLM's
+    # bundled price map (hermes/local costs nothing).
+    # Turns one principal (API key) may start per minute, shared through Redis when set.
+    turn_rate_per_minute: int = Field(0, ge=0)
+    # Event streams (SSE) one principal may hold open at once, per process.
+    max_streams_per_principal: int = Field(0, ge=0)
+
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)
     max_body_bytes: int = Field(1024 * 1024, ge=1024)

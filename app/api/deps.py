@@ -21,6 +21,7 @@ from app.errors import CsrfFailed, DatabaseClosed, Forbidden, NLUUnavailable, Un
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
+from app.resilience.concurrency import KeyedCounter
 from app.runtime import Runtime
 from app.settings import Settings
 from app.storage.audit import AuditStore
@@ -130,6 +131,13 @@ async def get_stream_principal(
 
 
 StreamPrincipalDep = Annotated[Principal, Depends(get_stream_principal)]
+
+
+def get_streams(runtime: RuntimeDep) -> KeyedCounter:
+    return runtime.streams
+
+
+StreamsDep = Annotated[KeyedCounter, Depends(get_streams)]
 
 
 def get_conversation(runtime: RuntimeDep) -> ConversationService:

@@ -9,6 +9,7 @@ that should never reach a caller answer as a bug (`INTERNAL`): 500, a fixed mess
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,8 @@ WIRE: dict[type[BaseException], Wire] = {
     # too much at once
     e.QueueFull: Wire(429),
     e.StepQueueFull: Wire(429),
-    e.RateLimited: Wire(429),
+    e.RateLimited: Wire(429),  # TooManyStreams too
+    e.BudgetExceeded: Wire(429),
     # something Hermes depends on can't answer
     e.CircuitOpen: Wire(503),
     e.Unavailable: Wire(503),
@@ -73,6 +75,7 @@ WIRE: dict[type[BaseException], Wire] = {
     e.TurnTimedOut: Wire(504),
     e.TurnInterrupted: Wire(503),
     e.TurnSessionDeleted: Wire(410),
+    e.TurnOverBudget: Wire(429),
     # no caller's doing: configuration, the database, an error meant to be handled inside
     e.Fault: INTERNAL,
 }
@@ -108,7 +111,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if wire.code is not None:
             log.exception("error that should not reach a caller", exc_info=exc)
             return error_response(wire.status, wire.code, wire.message or "")
-        return JSONResponse(exc.body(), status_code=wire.status)
+        response = JSONResponse(exc.body(), status_code=wire.status)
+        retry_after = exc.details.get("retry_after_s")
+        if isinstance(retry_after, int | float) and wire.status in (429, 503):
+            response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

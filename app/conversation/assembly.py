@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.conversation.budgets import Budgets
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.handoff import HandoffConfig, HandoffDesk
@@ -80,6 +81,8 @@ class TurnParts:
     turn_timeout_s: float
     # Several processes on one database: a session's turns run where its lease is held.
     leases: SessionLeases | None = None
+    # Token and cost caps, the turn rate per principal; None: nothing is counted.
+    budgets: Budgets | None = None
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
 
 
@@ -115,6 +118,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         context=parts.context,
         memory=parts.memory,
         confirmations=stores.confirmations,
+        budgets=parts.budgets,
         ended=desk,
     )
     manager = TurnManager(
@@ -133,6 +137,7 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         manager=manager,
         bus=bus,
         limits=parts.limits,
+        budgets=parts.budgets,
         desk=desk,
     )
     return TurnCore(runner, manager, service, desk)

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from app.conversation.budgets import TurnMeter
 from app.errors import UpstreamLLMError
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
@@ -99,6 +100,9 @@ class TurnRun:
     policy: TurnPolicy = field(default_factory=TurnPolicy)
     # Calls the customer has just confirmed: they run first, before the model is asked.
     confirmed_calls: list[RequestedToolCall] = field(default_factory=list)
+    # Token and cost caps (None: no budgets): checked before the first model call and after
+    # each round that asks for tools, so a round that crosses a cap is the turn's last.
+    meter: TurnMeter | None = None
 
 
 @dataclass
@@ -146,6 +150,8 @@ class AgentLoop:
             outcome.rounds += 1
         if self._asks_to_confirm(run, tools, outcome):
             return outcome
+        if run.meter is not None:
+            run.meter.check()  # a queued turn whose session or tenant ran out meanwhile
         while outcome.rounds < self.limits.max_rounds:
             # A tool that keeps failing in this turn is no longer offered.
             run.tools = [t for t in run.tools if t.name not in tools.given_up]
@@ -158,6 +164,8 @@ class AgentLoop:
                     outcome.text = text
                     return outcome
                 case CallTools(calls=calls, text=text):
+                    if run.meter is not None:
+                        run.meter.check()  # over a cap: no tools whose results nobody reads
                     await self._record_calls(run, text, calls)
                     await self._execute(run, tools, calls, outcome.rounds)
                     outcome.rounds += 1
@@ -232,6 +240,8 @@ class AgentLoop:
             answered_by, "success", seconds, reply.prompt_tokens, reply.completion_tokens
         )
         await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
+        if run.meter is not None:
+            await run.meter.add(reply, answered_by)
         return reply
 
     async def _execute(

@@ -27,6 +27,7 @@ from app.storage.records import Turn
 from app.storage.sessions import SessionStore
 from app.storage.steps import StepStore
 from app.storage.turns import Claimed, TurnStore
+from app.storage.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -193,23 +194,29 @@ class TurnManager:
     async def _run(self, turn: Turn, user_id: str, worker: _Worker) -> None:
         started = asyncio.get_running_loop().time()
         status = "failed"
+        used = Usage()  # what the turn's model calls used: stored however the turn ends
         try:
             async with asyncio.timeout(self.turn_timeout_s) as limit:
                 token = deadline.bind(limit)
                 try:
-                    await self.runner.run(turn, user_id)
+                    await self.runner.run(turn, user_id, used)
                 finally:
                     deadline.unbind(token)
             status = "completed"
         except TimeoutError:
             await self.turns.fail(
-                turn, "turn_timeout", f"the turn did not finish within {self.turn_timeout_s:g}s"
+                turn,
+                "turn_timeout",
+                f"the turn did not finish within {self.turn_timeout_s:g}s",
+                usage=used,
             )
         except Fault:
             log.exception("turn %s failed unexpectedly", turn.id)
-            await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
+            await self.turns.fail(
+                turn, "internal_error", "the turn failed; see the service logs", usage=used
+            )
         except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
-            await self.turns.fail(turn, exc.code, exc.message)
+            await self.turns.fail(turn, exc.code, exc.message, usage=used)
         except LeaseLost:
             worker.lost = True  # the new owner ends this turn; this process writes nothing more
             log.warning("turn %s stopped: its session was taken over", turn.id)
@@ -217,18 +224,23 @@ class TurnManager:
             if worker.lost:
                 raise
             if worker.abort is not None:
-                await self.turns.fail(turn, *worker.abort)
+                await self.turns.fail(turn, *worker.abort, usage=used)
                 return  # this turn is over; the worker goes on with the next one
             if self._closing:
                 await self.turns.fail(
-                    turn, "interrupted", "the service shut down before this turn finished"
+                    turn,
+                    "interrupted",
+                    "the service shut down before this turn finished",
+                    usage=used,
                 )
             else:
-                await self.turns.fail(turn, "cancelled", "the turn was cancelled")
+                await self.turns.fail(turn, "cancelled", "the turn was cancelled", usage=used)
             raise
         except Exception:
             log.exception("turn %s failed unexpectedly", turn.id)
-            await self.turns.fail(turn, "internal_error", "the turn failed; see the service logs")
+            await self.turns.fail(
+                turn, "internal_error", "the turn failed; see the service logs", usage=used
+            )
         finally:
             if status != "completed" and self.steps is not None and not worker.lost:
                 await self.steps.close_open(turn.id)

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from app import events
 from app.conversation import confirmation
+from app.conversation.budgets import Budgets
 from app.conversation.context import ContextBuilder, flatten, messages_of
 from app.conversation.emitter import TurnEmitter
 from app.conversation.history import Finished, SessionHistory, SessionView
@@ -27,6 +28,7 @@ from app.storage.snapshots import SnapshotStore
 from app.storage.steps import NewStep, StepStore, TurnRef
 from app.storage.turns import TurnStore, complete_turn, record_understanding
 from app.storage.tx import Tx
+from app.storage.usage import Usage
 from app.text.tokens import estimate_tokens
 from app.tools.context import TurnScope
 from app.tools.events import TurnEvents
@@ -83,8 +85,10 @@ class TurnRunner:
         memory: TurnMemory,
         confirmations: ConfirmationStore,
         ended: TurnEnded | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.ended = ended
+        self.budgets = budgets
         self.context = context
         self.history = SessionHistory(
             messages,
@@ -104,11 +108,13 @@ class TurnRunner:
         self.registry = registry
         self.config = config
 
-    async def run(self, turn: Turn, user_id: str) -> TurnOutcome:
+    async def run(self, turn: Turn, user_id: str, used: Usage | None = None) -> TurnOutcome:
+        """Run the turn; `used` (the caller's) counts what its model calls use, so a turn that
+        fails still stores its usage."""
         view = await self.history.open(turn)
         emitter = TurnEmitter(self.turns, turn, flush_s=self.config.delta_flush_s)
         try:
-            return await self._run(turn, user_id, view, emitter)
+            return await self._run(turn, user_id, view, emitter, Usage() if used is None else used)
         finally:
             # Ended early (failed, cancelled): what the turn still held is stored before the
             # turn's end is; then the next turn rebuilds the session's view from the database.
@@ -116,7 +122,7 @@ class TurnRunner:
             self.history.release(view)  # a no-op once the completed turn kept it
 
     async def _run(
-        self, turn: Turn, user_id: str, view: SessionView, emitter: TurnEmitter
+        self, turn: Turn, user_id: str, view: SessionView, emitter: TurnEmitter, used: Usage
     ) -> TurnOutcome:
         snapshot = view.snapshot
         own = view.messages_of(turn.number)
@@ -195,6 +201,11 @@ class TurnRunner:
                 ),
             ),
             confirmed_calls=confirmed,
+            meter=(
+                await self.budgets.meter(turn.tenant_id, turn.session_id, used)
+                if self.budgets is not None
+                else None
+            ),
         )
         if answer is not None and answer.reply_kind is not None:
             # "No" (or a yes too late) needs no model: the runtime says what happened.
@@ -238,6 +249,7 @@ class TurnRunner:
                 completion_tokens=outcome.completion_tokens,
                 metadata={"stopped": outcome.stopped, **outcome.metadata},
                 snapshot=at_end,
+                usage=used,
             )
         )
         for message in [*transcript.written, final]:

@@ -6,10 +6,19 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
+from app.conversation.budgets import Budgets
 from app.conversation.events import EventBus, Follower
 from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
-from app.errors import Forbidden, NoRunningTurn, SessionNotFound, TurnFailed, TurnNotFound
+from app.errors import (
+    BudgetExceeded,
+    Forbidden,
+    NoRunningTurn,
+    RateLimited,
+    SessionNotFound,
+    TurnFailed,
+    TurnNotFound,
+)
 from app.principal import Principal
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
@@ -45,8 +54,10 @@ class ConversationService:
         bus: EventBus,
         limits: TurnLimits,
         desk: HandoffDesk | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.desk = desk
+        self.budgets = budgets
         self.sessions = sessions
         self.turns = turns
         self.messages = messages
@@ -124,6 +135,7 @@ class ConversationService:
             held = await self.desk.hold(principal, session_id, content)
             if held is not None:
                 return Held(held)
+        await self._admit(principal, session_id, client_message_id)
         accepted = await self.turns.accept(
             tenant_id=principal.tenant_id,
             session_id=session_id,
@@ -140,6 +152,24 @@ class ConversationService:
         if accepted.created:
             self.manager.wake(session_id)
         return accepted
+
+    async def _admit(
+        self, principal: Principal, session_id: str, client_message_id: str | None
+    ) -> None:
+        """The principal's turn rate and the budgets allow a new turn; a retried message (its
+        `client_message_id` already has a turn) is answered with that turn, never refused."""
+        if self.budgets is None:
+            return
+        try:
+            await self.budgets.admit(principal, session_id)
+        except (BudgetExceeded, RateLimited):
+            if client_message_id is None or (
+                await self.turns.by_client_message_id(
+                    principal.tenant_id, session_id, client_message_id
+                )
+                is None
+            ):
+                raise
 
     async def cancel_turn(self, principal: Principal, session_id: str) -> Turn:
         """End the session's running turn as `cancelled` (`turn.failed`, open steps closed, the

@@ -89,14 +89,24 @@ class Reply:
 
 @dataclass(frozen=True)
 class ToolCalls:
+    """A response asking for tools; `usage` is the (prompt, completion) tokens it reports."""
+
     calls: tuple[ToolCall, ...]
     text: str = ""
     delay: float = 0.0
+    usage: tuple[int, int] = (10, 5)
 
-    def __init__(self, *calls: ToolCall, text: str = "", delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        *calls: ToolCall,
+        text: str = "",
+        delay: float = 0.0,
+        usage: tuple[int, int] = (10, 5),
+    ) -> None:
         object.__setattr__(self, "calls", tuple(calls))
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "delay", delay)
+        object.__setattr__(self, "usage", usage)
 
 
 @dataclass(frozen=True)
@@ -323,7 +333,7 @@ def _full_response(model: str, step: Reply | ToolCalls | BreakStream) -> dict[st
         finish = "tool_calls"
     else:
         message["content"] = step.text
-    usage = step.usage if isinstance(step, Reply) else (10, 5)
+    usage = step.usage if isinstance(step, Reply | ToolCalls) else (10, 5)
     return {
         "id": _completion_id(),
         "object": "chat.completion",
@@ -378,7 +388,7 @@ async def _stream_chunks(model: str, step: Step) -> AsyncIterator[dict[str, Any]
             if piece:
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     final = chunk({}, "tool_calls")
-    final["usage"] = _usage(10, 5)
+    final["usage"] = _usage(*step.usage)
     yield final
 
 
@@ -458,7 +468,7 @@ class ScriptedLLM:
         for index, call in enumerate(step.calls):
             payload = _tool_call_payload(call, index)
             yield ToolCallDelta(index, payload["id"], call.name, payload["function"]["arguments"])
-        yield StreamEnd("tool_calls", "scripted", 10, 5)
+        yield StreamEnd("tool_calls", "scripted", *step.usage)
 
     async def aclose(self) -> None:
         return None

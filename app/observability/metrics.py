@@ -81,6 +81,24 @@ TOOL_CALLS = Counter(
 TOOL_SECONDS = Histogram(
     "hermes_tool_call_seconds", "Tool call duration by tool.", ["tool"], registry=REGISTRY
 )
+BUDGET_KINDS = (
+    "turn_tokens",
+    "turn_cost",
+    "session_tokens",
+    "session_cost",
+    "tenant_tokens",
+    "tenant_cost",
+    "turn_rate",
+    "streams",
+)
+BUDGET_REFUSALS = Counter(
+    "hermes_budget_refusals_total",
+    "Turns refused or ended by a budget or limit, by kind (" + ", ".join(BUDGET_KINDS) + ").",
+    ["kind"],
+    registry=REGISTRY,
+)
+for _kind in BUDGET_KINDS:  # every kind shows, at 0, before its first refusal
+    BUDGET_REFUSALS.labels(kind=_kind)
 HANDOFF_QUEUE = Gauge(
     "hermes_handoff_queue_length",
     "Sessions waiting for a human agent (every tenant; read from the database on each sweep"

@@ -33,3 +33,33 @@ class Bulkheads:
             return 0
         limit, semaphore = held
         return limit - semaphore._value
+
+
+class KeyedCounter:
+    """At most `limit` holders per key at once, refused rather than queued (e.g. the event
+    streams one principal holds open). `limit` 0: no limit, nothing counted."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+
+    def try_take(self, key: str) -> bool:
+        if not self.limit:
+            return True
+        held = self._held.get(key, 0)
+        if held >= self.limit:
+            return False
+        self._held[key] = held + 1
+        return True
+
+    def give_back(self, key: str) -> None:
+        if not self.limit:
+            return
+        held = self._held.get(key, 0) - 1
+        if held > 0:
+            self._held[key] = held
+        else:
+            self._held.pop(key, None)
+
+    def held(self, key: str) -> int:
+        return self._held.get(key, 0)

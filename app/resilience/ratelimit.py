@@ -100,6 +100,14 @@ class RateLimiter:
     async def try_acquire(self, key: str, rate: float) -> bool:
         return await self._hit(self._item(rate), key)
 
+    async def take(self, key: str, item: RateLimitItem) -> float:
+        """Take a slot of `item` (e.g. 20 per minute) without waiting: 0.0 if taken, else the
+        seconds until the window frees one (for `Retry-After`)."""
+        if await self._hit(item, key):
+            return 0.0
+        stats = await self._stats(item, key)
+        return max(0.001, stats.reset_time - time.time())
+
     async def acquire(self, key: str, rate: float, max_wait_s: float) -> bool:
         """Take a slot, waiting up to `max_wait_s` for one; False if none comes in time."""
         item = self._item(rate)

@@ -17,6 +17,7 @@ from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
 from app.storage.tx import Store, Tx
+from app.storage.usage import SESSION_USAGE, Usage, add_tenant_usage
 
 BusyPolicy = Literal["reject", "enqueue"]
 
@@ -163,11 +164,13 @@ def complete_turn(
     completion_tokens: int,
     metadata: dict[str, Any] | None = None,
     snapshot: Callable[[Tx], object] | None = None,
+    usage: Usage | None = None,
 ) -> Message:
     """Store the final assistant message and close the turn.
 
     `snapshot`, when given, is called with the transaction to update the session snapshot
-    atomically with the turn's end.
+    atomically with the turn's end; `usage` (what the turn's model calls used) is added to the
+    session's and the tenant's counts in it too.
     """
     message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
     tx.execute(
@@ -176,10 +179,12 @@ def complete_turn(
         " WHERE id = ?",
         (message.id, model, rounds, prompt_tokens, completion_tokens, tx.now, turn.id),
     )
+    used = usage or Usage()
     tx.execute(
-        "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
-        (tx.now, tx.now, turn.session_id),
+        f"UPDATE sessions SET last_activity_at = ?, updated_at = ?, {SESSION_USAGE} WHERE id = ?",
+        (tx.now, tx.now, used.tokens, used.cost, turn.session_id),
     )
+    add_tenant_usage(tx, turn.tenant_id, used)
     if snapshot is not None:
         snapshot(tx)
     tx.emit(turn.session_id, turn.tenant_id, *events.message_completed(turn.id, message.id, text))
@@ -385,7 +390,11 @@ class TurnStore(Store):
             )
         )
 
-    async def fail(self, turn: Turn, code: str, message: str, *, rounds: int = 0) -> None:
+    async def fail(
+        self, turn: Turn, code: str, message: str, *, rounds: int = 0, usage: Usage | None = None
+    ) -> None:
+        """End the turn as failed; what its model calls used still counts (`usage`)."""
+
         def fail(tx: Tx) -> None:
             cur = tx.execute(
                 "UPDATE turns SET status = 'failed', error_code = ?, error_message = ?,"
@@ -394,10 +403,13 @@ class TurnStore(Store):
             )
             if cur.rowcount == 0:
                 return  # already finished (or the session was deleted)
+            used = usage or Usage()
             tx.execute(
-                "UPDATE sessions SET last_activity_at = ?, updated_at = ? WHERE id = ?",
-                (tx.now, tx.now, turn.session_id),
+                f"UPDATE sessions SET last_activity_at = ?, updated_at = ?, {SESSION_USAGE}"
+                " WHERE id = ?",
+                (tx.now, tx.now, used.tokens, used.cost, turn.session_id),
             )
+            add_tenant_usage(tx, turn.tenant_id, used)
             _announce_failure(tx, turn, code, message)
 
         await self.transact(fail)
@@ -459,6 +471,15 @@ class TurnStore(Store):
             return _turn(tx, turn.id)
 
         return await self.transact(reopen)
+
+    async def by_client_message_id(
+        self, tenant_id: str, session_id: str, client_message_id: str
+    ) -> Turn | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM turns WHERE session_id = ? AND tenant_id = ? AND client_message_id = ?",
+            (session_id, tenant_id, client_message_id),
+        )
+        return None if row is None else Turn.from_row(row)
 
     async def latest(self, session_id: str) -> Turn | None:
         row = await self.db.fetchone(

@@ -30,6 +30,7 @@ STILL: dict[str, str] = {
     "hermes_fanout_received": "needs a second process publishing through the same Redis",
     "hermes_fanout_polling": "a gauge, 1 only while Redis is away",
     "hermes_fanout_polling_seconds": "needs a Redis outage",
+    "hermes_budget_refusals": "needs a budget or limit reached (tests/api/test_budgets.py)",
 }
 # The handoff queue's families (its own suite drives a handoff) move only with a handoff.
 NEEDS_A_HANDOFF = "hermes_handoff"

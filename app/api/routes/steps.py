@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
-from app.api.deps import ConversationDep, PrincipalDep, StepsDep
+from app.api.deps import ConversationDep, PrincipalDep, StepsDep, StreamsDep
 from app.api.params import SessionId, StepId
 from app.api.schemas import ErrorResponse, RetryOut, StepList, StepOut
 
@@ -36,6 +36,7 @@ async def list_steps(
     responses={
         404: {"model": ErrorResponse, "description": "No such session or step"},
         409: {"model": ErrorResponse, "description": "Not a failed step of the last turn"},
+        429: {"model": ErrorResponse, "description": "Too many open streams for this key"},
     },
 )
 async def retry_step(
@@ -44,12 +45,15 @@ async def retry_step(
     principal: PrincipalDep,
     steps: StepsDep,
     conversation: ConversationDep,
+    streams: StreamsDep,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
     if principal.user_id is not None:
         await conversation.get_session(principal, session_id)
-    turn = await steps.retry(principal, session_id, step_id)
-    if sse.wants_event_stream(accept):
-        return sse.stream_response(conversation.follow_turn(turn))
+    streamed = sse.wants_event_stream(accept)
+    retried = steps.retry(principal, session_id, step_id)
+    turn, release = await sse.with_slot(streams, principal, streamed, retried)
+    if streamed:
+        return sse.stream_response(conversation.follow_turn(turn), release)
     body = RetryOut(turn_id=turn.id, status=turn.status, resumed_from_step=step_id)
     return JSONResponse(body.model_dump(), status_code=202)

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api import sse
 from app.api.auth import require_role
-from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipalDep
+from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipalDep, StreamsDep
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
@@ -31,6 +31,12 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
         "description": "A turn is running (busy policy reject); author agent without the claim",
     },
     422: {"model": ErrorResponse, "description": "Invalid body, id or Last-Event-ID / ?after="},
+    429: {
+        "model": ErrorResponse,
+        "description": "Over a budget (budget_exceeded), the key's turn rate (rate_limited), "
+        "its open streams (too_many_streams) or the session's queue (queue_full); "
+        "Retry-After where waiting helps",
+    },
     502: {"model": ErrorResponse, "description": "The turn failed (e.g. the model is down)"},
 }
 
@@ -42,6 +48,7 @@ async def post_message(
     principal: PrincipalDep,
     conversation: ConversationDep,
     desk: DeskDep,
+    streams: StreamsDep,
     resume: ResumeAfter,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
@@ -52,15 +59,19 @@ async def post_message(
     # `resume` is checked before the turn is accepted: a bad Last-Event-ID is a 422 with
     # nothing started. On the stream it skips the turn's events the client already has (a
     # fetch-based SSE client retrying the POST with the same client_message_id).
-    accepted = await conversation.post_message(
-        principal, session_id, body.content, body.client_message_id
-    )
+    # So is the stream cap: a refused stream starts no turn.
+    streamed = sse.wants_event_stream(accept)
+    posted = conversation.post_message(principal, session_id, body.content, body.client_message_id)
+    accepted, release = await sse.with_slot(streams, principal, streamed, posted)
     if isinstance(accepted, Held):  # a human agent holds the session: no bot reply
+        if release is not None:
+            release()  # and no stream
         held = HeldMessage(message=MessageOut.of(accepted.message))
         return JSONResponse(held.model_dump(), status_code=202)
     replay = {"Idempotent-Replayed": "true"} if not accepted.created else {}
-    if sse.wants_event_stream(accept):
-        response = sse.stream_response(conversation.follow_turn(accepted.turn, after=resume))
+    if streamed:
+        events = conversation.follow_turn(accepted.turn, after=resume)
+        response = sse.stream_response(events, release)
         response.headers.update(replay)
         return response
     turn, message = await conversation.wait_for_turn(accepted.turn)
@@ -91,13 +102,16 @@ async def cancel_turn(
         403: {"model": ErrorResponse, "description": "A stream token for another session"},
         404: {"model": ErrorResponse, "description": "No such session"},
         422: {"model": ErrorResponse, "description": "Invalid id or Last-Event-ID / ?after="},
+        429: {"model": ErrorResponse, "description": "Too many open streams for this key"},
     },
 )
 async def session_events(
     session_id: SessionId,
     principal: StreamPrincipalDep,
     conversation: ConversationDep,
+    streams: StreamsDep,
     resume: ResumeAfter,
 ) -> Response:
-    events = await conversation.follow_session(principal, session_id, resume)
-    return sse.stream_response(events)
+    following = conversation.follow_session(principal, session_id, resume)
+    events, release = await sse.with_slot(streams, principal, True, following)
+    return sse.stream_response(events, release)
