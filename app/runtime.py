@@ -53,6 +53,7 @@ from app.storage.confirmations import ConfirmationStore
 from app.storage.engine import check_database, open_database
 from app.storage.leases import LeaseStore
 from app.storage.port import Database
+from app.storage.purge import Purger, RetentionPolicy, keep_wal_bounded
 from app.storage.tool_calls import ToolCallStore
 from app.storage.usage import UsageStore
 from app.tools.approvals import ApprovalBroker
@@ -88,6 +89,7 @@ class Runtime:
     watchdog: Watchdog
     nlu: NLUPipeline
     memory: MemoryService
+    purger: Purger
     mcp: McpManager | None  # None when no MCP server is configured
     model: ChatModel
     shared: SharedRedis | None = None  # HERMES_REDIS_URL: limits, breakers...
@@ -298,6 +300,19 @@ def preflight(settings: Settings) -> None:
         check_reachable(settings.shared_redis_url)
 
 
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    return RetentionPolicy(
+        events_days=settings.retention_events_days,
+        steps_days=settings.retention_steps_days,
+        idempotency_days=settings.retention_idempotency_days,
+        approvals_days=settings.retention_approvals_days,
+        messages_days=settings.retention_messages_days,
+        audit_days=settings.retention_audit_days,
+        batch_rows=settings.retention_batch_rows,
+        pause_s=settings.retention_pause_ms / 1000,
+    )
+
+
 async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
     while True:
         await asyncio.sleep(settings.session_sweep_interval_s)
@@ -329,6 +344,20 @@ async def open_runtime(
         stack.callback(metrics.watch_database(db))
         if db.applied_migrations:
             log.info("applied migrations: %s", ", ".join(db.applied_migrations))
+
+        purger = Purger(
+            db,
+            retention_policy(settings),
+            interval_s=settings.retention_interval_s,
+            on_report=metrics.observe_purge,
+        )
+        purger.start()
+        stack.push_async_callback(purger.stop)
+        background(
+            stack,
+            keep_wal_bounded(db, settings.db_checkpoint_interval_s, metrics.observe_wal),
+            "wal-checkpoints",
+        )
 
         memory = open_memory(db, settings)
         stack.push_async_callback(memory.drain)  # pending "last accessed" notes, before db.close
@@ -477,6 +506,7 @@ async def open_runtime(
             watchdog=watchdog,
             nlu=nlu,
             memory=memory,
+            purger=purger,
             mcp=mcp,
             model=model,
             shared=shared,
