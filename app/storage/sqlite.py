@@ -241,31 +241,21 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         return conn
 
     async def reclaim(self, pages: int) -> int:
-        """Free pages back to the file system, `pages` per step: each step is a write
-        transaction of its own on a side connection (the pragma can't run inside the writer's
-        transactions), a few milliseconds long, with a pause after it for the writer."""
+        """Free pages back to the file system, at most `pages` per write job on the writer
+        (a few milliseconds each, like any turn's write), with a pause after each for the
+        turns' writes. Returns the pages freed (0 for a file not in INCREMENTAL mode)."""
         if str(self.path) == ":memory:":
             return 0
-        return await asyncio.to_thread(self._reclaim, max(1, pages))
-
-    def _reclaim(self, pages: int) -> int:
-        conn = self._side_connection(self.busy_timeout_ms)
+        row = await self.fetchone("PRAGMA auto_vacuum")
+        if row is None or row[0] != _AUTO_VACUUM_INCREMENTAL:
+            return 0
         freed = 0
-        try:
-            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _AUTO_VACUUM_INCREMENTAL:
-                return 0
-            before = conn.execute("PRAGMA freelist_count").fetchone()[0]
-            while before > 0:
-                conn.executescript(f"PRAGMA incremental_vacuum({pages});")
-                after = conn.execute("PRAGMA freelist_count").fetchone()[0]
-                if after >= before:
-                    break
-                freed += before - after
-                before = after
-                time.sleep(0.005)
-        finally:
-            conn.close()
-        return freed
+        while True:
+            step = await self.write(lambda conn: _vacuum_step(conn, max(1, pages)))
+            freed += step
+            if step < pages:
+                return freed
+            await asyncio.sleep(0.005)
 
     async def checkpoint(self) -> int:
         """A passive checkpoint (it never waits, never blocks a writer); a WAL still over
@@ -302,6 +292,17 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     async def vacuum(self, table: str) -> None:
         """Nothing to do: deleted rows leave no index entries behind in SQLite's B-trees, and
         the FTS index is merged by the memory store's own statements."""
+
+
+def _vacuum_step(conn: sqlite3.Connection, pages: int) -> int:
+    """Up to `pages` free pages cut off the end of the file, in the writer's transaction.
+    Python steps a statement that returns no columns only once, and one step of
+    `incremental_vacuum` frees one page: so one statement per page, each reset."""
+    (before,) = conn.execute("PRAGMA freelist_count").fetchone()
+    for _ in range(min(pages, before)):
+        conn.execute("PRAGMA incremental_vacuum(1)").close()
+    (after,) = conn.execute("PRAGMA freelist_count").fetchone()
+    return int(before - after)
 
 
 def _size(path: Path) -> int:
