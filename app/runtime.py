@@ -300,19 +300,6 @@ def preflight(settings: Settings) -> None:
         check_reachable(settings.shared_redis_url)
 
 
-def retention_policy(settings: Settings) -> RetentionPolicy:
-    return RetentionPolicy(
-        events_days=settings.retention_events_days,
-        steps_days=settings.retention_steps_days,
-        idempotency_days=settings.retention_idempotency_days,
-        approvals_days=settings.retention_approvals_days,
-        messages_days=settings.retention_messages_days,
-        audit_days=settings.retention_audit_days,
-        batch_rows=settings.retention_batch_rows,
-        pause_s=settings.retention_pause_ms / 1000,
-    )
-
-
 async def _sweep_idle(conversation: ConversationService, settings: Settings) -> None:
     while True:
         await asyncio.sleep(settings.session_sweep_interval_s)
@@ -347,7 +334,7 @@ async def open_runtime(
 
         purger = Purger(
             db,
-            retention_policy(settings),
+            RetentionPolicy.from_settings(settings),
             interval_s=settings.retention_interval_s,
             on_report=metrics.observe_purge,
         )

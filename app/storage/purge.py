@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.settings import Settings
 from app.storage import audit
 from app.storage.port import Database
 from app.storage.retention import (
@@ -53,6 +54,19 @@ class RetentionPolicy:
     audit_days: float = 365.0  # audit_log, memory_audit, mcp_tool_decisions
     batch_rows: int = 500
     pause_s: float = 0.01
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetentionPolicy:
+        return cls(
+            events_days=settings.retention_events_days,
+            steps_days=settings.retention_steps_days,
+            idempotency_days=settings.retention_idempotency_days,
+            approvals_days=settings.retention_approvals_days,
+            messages_days=settings.retention_messages_days,
+            audit_days=settings.retention_audit_days,
+            batch_rows=settings.retention_batch_rows,
+            pause_s=settings.retention_pause_ms / 1000,
+        )
 
     def cutoffs(self, now: float) -> dict[str, float]:
         """rule -> rows older than this go; rules kept for ever are left out."""

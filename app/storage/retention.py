@@ -31,7 +31,7 @@ from app.storage.tx import Tx
 
 # The tables of a session, children first, each with how to pick some of a session's rows
 # (by key: SQLite has no DELETE ... LIMIT) through an index on the session.
-_BY_SESSION: dict[str, tuple[str, str]] = {
+BY_SESSION: dict[str, tuple[str, str]] = {
     "events": ("seq", "session_id = ?"),
     "steps": ("id", "session_id = ?"),
     "tool_calls": ("idempotency_key", "session_id = ?"),
@@ -45,7 +45,7 @@ _BY_SESSION: dict[str, tuple[str, str]] = {
     "session_leases": ("session_id", "session_id = ?"),
 }
 # Audit tables: (key, time column).
-_BY_AGE: dict[str, tuple[str, str]] = {
+BY_AGE: dict[str, tuple[str, str]] = {
     "audit_log": ("id", "at"),
     "memory_audit": ("id", "at"),
     "mcp_tool_decisions": ("seq", "decided_at"),
@@ -55,12 +55,12 @@ SESSION_RULES: dict[str, tuple[str, ...]] = {
     "steps": ("steps",),
     "idempotency": ("tool_calls",),
     "approvals": ("approvals", "confirmations"),
-    "sessions": (*_BY_SESSION, "sessions"),
+    "sessions": (*BY_SESSION, "sessions"),
 }
 AGE_RULES: dict[str, tuple[str, ...]] = {
-    "audit": tuple(_BY_AGE),
+    "audit": tuple(BY_AGE),
 }
-TABLES = tuple(dict.fromkeys([*_BY_SESSION, "sessions", *_BY_AGE]))
+TABLES = tuple(dict.fromkeys([*BY_SESSION, "sessions", *BY_AGE]))
 
 # Sessions looked at per batch: a batch of small finished sessions takes several.
 _SESSIONS_PER_BATCH = 64
@@ -122,7 +122,7 @@ def purge_age_batch(tx: Tx, rule: str, cutoff: float, limit: int) -> Batch:
     deleted: Counter[tuple[str, str]] = Counter()
     budget = limit
     for table in AGE_RULES[rule]:
-        key, at = _BY_AGE[table]
+        key, at = BY_AGE[table]
         gone = tx.execute(
             f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {at} < ?"
             f" ORDER BY {key} LIMIT ?) RETURNING tenant_id",
@@ -137,7 +137,7 @@ def purge_age_batch(tx: Tx, rule: str, cutoff: float, limit: int) -> Batch:
 
 
 def _delete_some(tx: Tx, table: str, session_id: str, limit: int) -> int:
-    key, where = _BY_SESSION[table]
+    key, where = BY_SESSION[table]
     cur = tx.execute(
         f"DELETE FROM {table} WHERE {where} AND {key} IN"
         f" (SELECT {key} FROM {table} WHERE {where} LIMIT ?)",

@@ -20,7 +20,7 @@ from app.storage.tx import Store, Tx
 NOW = time.time()
 
 
-async def _session(db: Database, tenant: str, *, turns: int = 2) -> str:
+async def finished_session(db: Database, tenant: str, *, turns: int = 2) -> str:
     """A session with finished turns: messages, events, steps and a tool call each."""
     session_id = (await SessionStore(db).create(tenant, "u1", {})).id
     store = TurnStore(db)
@@ -67,7 +67,7 @@ async def _session(db: Database, tenant: str, *, turns: int = 2) -> str:
     return session_id
 
 
-async def _archive(db: Database, session_id: str, days_ago: float) -> None:
+async def archive(db: Database, session_id: str, days_ago: float) -> None:
     at = NOW - days_ago * DAY
     await db.write(
         lambda conn: conn.execute(
@@ -87,13 +87,13 @@ async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
     open_db: Any,
 ) -> None:
     db = await open_db()
-    old = await _session(db, "acme")
-    recent = await _session(db, "acme")
-    live = await _session(db, "zeta")
-    ancient = await _session(db, "zeta")
-    await _archive(db, old, days_ago=40)
-    await _archive(db, recent, days_ago=5)
-    await _archive(db, ancient, days_ago=200)
+    old = await finished_session(db, "acme")
+    recent = await finished_session(db, "acme")
+    live = await finished_session(db, "zeta")
+    ancient = await finished_session(db, "zeta")
+    await archive(db, old, days_ago=40)
+    await archive(db, recent, days_ago=5)
+    await archive(db, ancient, days_ago=200)
     # The live session is old too: its rows were written long ago, it was never archived.
     await db.write(
         lambda conn: conn.execute(
@@ -133,9 +133,9 @@ async def test_batches_stay_under_their_bound_and_a_second_run_finds_nothing(
     open_db: Any,
 ) -> None:
     db = await open_db()
-    sessions = [await _session(db, "acme", turns=3) for _ in range(3)]
+    sessions = [await finished_session(db, "acme", turns=3) for _ in range(3)]
     for s in sessions:
-        await _archive(db, s, days_ago=31)
+        await archive(db, s, days_ago=31)
     total = sum([await _count(db, "events", s) for s in sessions])
     purger = Purger(db, RetentionPolicy(batch_rows=7, pause_s=0))
 
@@ -151,8 +151,8 @@ async def test_batches_stay_under_their_bound_and_a_second_run_finds_nothing(
 
 async def test_a_resumed_session_keeps_its_rows_until_archived_again(open_db: Any) -> None:
     db = await open_db()
-    session_id = await _session(db, "acme")
-    await _archive(db, session_id, days_ago=40)
+    session_id = await finished_session(db, "acme")
+    await archive(db, session_id, days_ago=40)
     await db.write(
         lambda conn: conn.execute(
             "UPDATE sessions SET status = 'active' WHERE id = ?", (session_id,)
@@ -161,7 +161,7 @@ async def test_a_resumed_session_keeps_its_rows_until_archived_again(open_db: An
     await Purger(db, RetentionPolicy()).purge(now=NOW)
     assert await _count(db, "events", session_id) > 0
 
-    await _archive(db, session_id, days_ago=35)  # archived again, a while ago
+    await archive(db, session_id, days_ago=35)  # archived again, a while ago
     await Purger(db, RetentionPolicy()).purge(now=NOW)
     assert await _count(db, "events", session_id) == 0
 
