@@ -14,7 +14,7 @@ from typing import Any
 
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
-from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES
+from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES, archived_index
 
 _PAGE = 500
 
@@ -42,10 +42,10 @@ async def _session_rows(
     mine, params = ("", []) if tenant is None else (" AND tenant_id = ?", [tenant])
     while True:
         sessions = await db.fetchall(
-            "SELECT id, archived_at FROM sessions WHERE status = 'archived' AND archived_at < ?"
-            f" AND (archived_at > ? OR (archived_at = ? AND id > ?)){mine}"
-            " ORDER BY archived_at, id LIMIT ?",
-            (latest, after[0], after[0], after[1], *params, _PAGE),
+            f"SELECT id, archived_at FROM sessions{archived_index(db.dialect)}"
+            " WHERE status = 'archived' AND archived_at < ?"
+            f" AND (archived_at, id) > (?, ?){mine} ORDER BY archived_at, id LIMIT ?",
+            (latest, after[0], after[1], *params, _PAGE),
         )
         for session_id, archived_at in sessions:
             due = [r for r, cutoff in cutoffs.items() if archived_at < cutoff]
