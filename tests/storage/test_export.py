@@ -4,6 +4,7 @@ then deletes, table by table, each row once; one tenant's export holds only its 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -37,10 +38,14 @@ async def test_the_export_is_what_the_purge_then_deletes(open_db: Any) -> None:
     assert zeta and {r["tenant_id"] for r in zeta} == {"zeta"}
 
 
-async def test_hermes_export_writes_json_lines(tmp_path: Path) -> None:
+def test_hermes_export_writes_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
-    async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
-        await archive(db, await finished_session(db, "acme"), days_ago=40)
+
+    async def seed() -> None:
+        async with SqliteDatabase(path, migrations_dir=PROJECT_ROOT / "migrations") as db:
+            await archive(db, await finished_session(db, "acme"), days_ago=40)
+
+    asyncio.run(seed())
     out = tmp_path / "due.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     result = subprocess.run(
