@@ -8,10 +8,13 @@ seconds of turns alone, then the same load while the purge (`Purger.purge`, the 
 batches and pauses) deletes the old events, gives the pages back and checkpoints.
 
 Every write job is timed from its submission to its commit (the wait a turn's write sees),
-and every purge batch by how long it held the writer. Printed: the purge's duration, rows,
-batches and longest batch; the turns' write waits (p50 / p99 / max) and turn latencies without
-and with the purge; the file before and after. Target (issue 16): no turn's write waits more
-than 50 ms on the purge.
+and every purge job (a batch, a vacuum step) by when it ran on the writer; a turn's write
+waited on the purge for the part of its wait a purge job was running (the rest is other
+turns' writes, commits and, on a shared machine, everything else). Printed: the purge's
+duration, rows, batches and longest batch; the turns' write waits (p50 / p99 / max) and
+turn latencies without and with the purge, and how long each turn write waited behind purge
+jobs; the file before and after. Target (issue 16): no turn's write waits more than 50 ms
+on the purge.
 
     python bench/purge.py [--events 1000000] [--sessions 10000] [--rate 20]
         [--baseline-s 20] [--batch-rows 500] [--pause-ms 10]
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextvars
 import json
 import os
@@ -126,7 +130,8 @@ async def run(args: argparse.Namespace) -> None:
         async with serve(settings) as svc:
             db = svc.runtime.db
             waits: dict[str, list[float]] = {"turns": [], "purge": []}
-            held: list[float] = []  # how long each purge batch ran on the writer
+            turn_jobs: list[tuple[float, float]] = []  # (submitted, committed) of turns' writes
+            held: list[tuple[float, float]] = []  # when each purge job ran on the writer
             submit = db.submit
 
             def timed_submit(fn: Any, on_commit: Any = None) -> Any:
@@ -139,12 +144,19 @@ async def run(args: argparse.Namespace) -> None:
                         try:
                             return inner(conn)
                         finally:
-                            held.append(time.perf_counter() - t)
+                            held.append((t, time.perf_counter()))
 
                 started = time.perf_counter()
                 future = submit(fn, on_commit)
                 bucket = waits["purge" if purging else "turns"]
-                future.add_done_callback(lambda _f: bucket.append(time.perf_counter() - started))
+
+                def done(_f: Any) -> None:
+                    now = time.perf_counter()
+                    bucket.append(now - started)
+                    if not purging:
+                        turn_jobs.append((started, now))
+
+                future.add_done_callback(done)
                 return future
 
             db.submit = timed_submit  # type: ignore[method-assign]
@@ -195,6 +207,7 @@ async def run(args: argparse.Namespace) -> None:
             base_waits, base_latencies = list(waits["turns"]), list(latencies)
             waits["turns"].clear()
             latencies.clear()
+            turn_jobs.clear()
 
             async def purging() -> purge_module.PurgeReport:
                 _in_purge.set(True)
@@ -206,6 +219,7 @@ async def run(args: argparse.Namespace) -> None:
             stop.set()
             await load_task
             purge_waits, purge_latencies = list(waits["turns"]), list(latencies)
+            on_purge = [overlap(job, held) for job in turn_jobs]
 
     print(
         f"load: {args.rate:g} turns/s open loop over {args.users} sessions, fake model,"
@@ -216,19 +230,31 @@ async def run(args: argparse.Namespace) -> None:
         f" {report.batches} batches of at most {args.batch_rows} rows"
         f" (largest {report.max_batch_rows}), {report.reclaimed_pages:,} pages reclaimed"
     )
-    print(f"purge batches on the writer: {_ms(held)}")
+    print(f"purge jobs on the writer (batches, vacuum steps): {_ms([e - b for b, e in held])}")
+    print(f"turn writes, time spent behind a purge job:    {_ms(on_purge)}")
     print(f"turn writes, submit to commit, without purge: {_ms(base_waits)}")
     print(f"turn writes, submit to commit, during purge:  {_ms(purge_waits)}")
     print(f"turns, POST to answer, without purge: {_ms(base_latencies)}")
     print(f"turns, POST to answer, during purge:  {_ms(purge_latencies)}")
     print(f"failures: {failures}")
     print(f"after: {_file(db_path)}")
-    worst = max(purge_waits, default=0) * 1000
+    worst = max(on_purge, default=0) * 1000
     verdict = "PASS" if worst <= WAIT_TARGET_MS else "FAIL"
     print(
-        f"{verdict}: longest turn write wait during the purge {worst:.1f} ms"
+        f"{verdict}: the longest a turn's write waited behind the purge: {worst:.1f} ms"
         f" (target <= {WAIT_TARGET_MS:.0f} ms)"
     )
+
+
+def overlap(job: tuple[float, float], held: list[tuple[float, float]]) -> float:
+    """How much of a write's wait (submitted, committed) purge jobs held the writer."""
+    start, end = job
+    i = max(0, bisect.bisect_left(held, (start, start)) - 1)  # the one running at submission
+    total = 0.0
+    while i < len(held) and held[i][0] < end:
+        total += max(0.0, min(end, held[i][1]) - max(start, held[i][0]))
+        i += 1
+    return total
 
 
 def parse_args() -> argparse.Namespace:
