@@ -16,7 +16,6 @@ space by itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 
 from app.settings import Settings
 from app.storage import audit
+from app.storage.periodic import Periodic
 from app.storage.port import Database
 from app.storage.retention import (
     AGE_RULES,
@@ -108,8 +108,10 @@ class PurgeReport:
         return sum(self.deleted.values())
 
 
-class Purger:
+class Purger(Periodic[PurgeReport]):
     """Runs `purge()` every `interval_s` seconds until stopped."""
+
+    name = "retention purge"
 
     def __init__(
         self,
@@ -120,32 +122,24 @@ class Purger:
         on_report: Callable[[PurgeReport], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__(interval_s)
         self.store = Store(db)
         self.policy = policy
-        self.interval_s = interval_s
         self.on_report = on_report
         self.clock = clock
-        self.passes = 0
-        self.last: PurgeReport | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._changed = asyncio.Condition()
 
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="retention-purge")
+    async def once(self) -> PurgeReport:
+        return await self.purge()
 
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def wait_for_passes(self, count: int) -> PurgeReport | None:
-        """Until at least `count` passes have finished (callers add their own deadline)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.passes >= count)
-        return self.last
+    def note(self, report: PurgeReport) -> None:
+        if report.rows:
+            log.info(
+                "retention purge: %d rows in %d batches, %.1f s: %s",
+                report.rows,
+                report.batches,
+                report.duration_s,
+                ", ".join(f"{t} {n}" for t, n in sorted(report.by_table().items())),
+            )
 
     async def purge(self, now: float | None = None) -> PurgeReport:
         """One pass: every rule to its cutoff, the audit rows, the space given back."""
@@ -177,27 +171,6 @@ class Purger:
     ) -> Batch:
         limit = self.policy.batch_rows
         return await self.store.transact(lambda tx: batch_fn(tx, rule, cutoff, limit))
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                report = await self.purge()
-            except Exception:
-                log.exception("retention purge failed")
-                continue
-            if report.rows:
-                log.info(
-                    "retention purge: %d rows in %d batches, %.1f s: %s",
-                    report.rows,
-                    report.batches,
-                    report.duration_s,
-                    ", ".join(f"{t} {n}" for t, n in sorted(report.by_table().items())),
-                )
-            async with self._changed:
-                self.passes += 1
-                self.last = report
-                self._changed.notify_all()
 
 
 def _audit(tx: Tx, report: PurgeReport, now: float) -> None:

@@ -16,6 +16,7 @@ from app.storage.sessions import SessionStore
 from app.storage.steps import NewStep, TurnRef, enqueue_steps
 from app.storage.turns import TurnStore, complete_turn
 from app.storage.tx import Store, Tx
+from tests.storage.test_usage import running_turn
 
 NOW = time.time()
 
@@ -25,19 +26,7 @@ async def finished_session(db: Database, tenant: str, *, turns: int = 2) -> str:
     session_id = (await SessionStore(db).create(tenant, "u1", {})).id
     store = TurnStore(db)
     for n in range(turns):
-        accepted = await store.accept(
-            tenant_id=tenant,
-            session_id=session_id,
-            content=f"hello {n}",
-            token_estimate=1,
-            client_message_id=None,
-            policy="enqueue",
-            max_queued=10,
-        )
-        assert accepted is not None
-        claimed = await store.claim_next(session_id)
-        assert claimed is not None
-        turn = claimed.turn
+        turn = await running_turn(store, tenant, session_id)
 
         def finish(tx: Tx, turn: Any = turn, n: int = n) -> None:
             enqueue_steps(
