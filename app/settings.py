@@ -237,7 +237,7 @@ class Settings(BaseSettings):
     retention_audit_days: float = Field(365.0, ge=0)
     retention_interval_s: float = Field(3600.0, gt=0)
     # Rows per purge transaction, and the pause after each: a turn waits behind one at most.
-    retention_batch_rows: int = Field(500, ge=1, le=100_000)
+    retention_batch_rows: int = Field(250, ge=1, le=100_000)
     retention_pause_ms: float = Field(10.0, ge=0, le=10_000)
 
     # -- workflow -------------------------------------------------------------------------------

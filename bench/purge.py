@@ -17,7 +17,7 @@ jobs; the file before and after. Target (issue 16): no turn's write waits more t
 on the purge.
 
     python bench/purge.py [--events 1000000] [--sessions 10000] [--rate 20]
-        [--baseline-s 20] [--batch-rows 500] [--pause-ms 10]
+        [--baseline-s 20] [--batch-rows 250] [--pause-ms 10]
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
+
+import httpx  # noqa: E402
 
 from bench._procs import pct  # noqa: E402
 
@@ -189,6 +191,8 @@ async def run(args: argparse.Namespace) -> None:
                     if r.status_code != 200:
                         failures += 1
                     latencies.append(time.perf_counter() - t)
+                except httpx.HTTPError:  # e.g. a kept-alive connection the server just closed
+                    failures += 1
                 finally:
                     busy.discard(who)
 
@@ -273,7 +277,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=20.0, help="turns per second")
     parser.add_argument("--users", type=int, default=40)
     parser.add_argument("--baseline-s", type=float, default=20.0)
-    parser.add_argument("--batch-rows", type=int, default=500)
+    parser.add_argument("--batch-rows", type=int, default=250)
     parser.add_argument("--pause-ms", type=float, default=10.0)
     parser.add_argument("--checkpoint-s", type=float, default=60.0)
     return parser.parse_args()
