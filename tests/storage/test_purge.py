@@ -12,7 +12,8 @@ from app.storage import audit
 from app.storage.audit import AuditStore
 from app.storage.port import Database
 from app.storage.purge import DAY, Purger, RetentionPolicy
-from app.storage.sessions import SessionStore
+from app.storage.retention import SESSION_RULES
+from app.storage.sessions import SESSION_TABLES, SessionStore
 from app.storage.steps import NewStep, TurnRef, enqueue_steps
 from app.storage.turns import TurnStore, complete_turn
 from app.storage.tx import Store, Tx
@@ -174,3 +175,9 @@ async def test_old_audit_rows_go_recent_ones_stay_and_zero_keeps_for_ever(
     assert report.by_table() == {"audit_log": 1}
     left = [e.action for e in await AuditStore(db).list("acme")]
     assert left == ["x.10", "retention.purged"]
+
+
+def test_the_purge_knows_every_table_of_a_session() -> None:
+    # A session table the purge did not know would go only by the session's cascade, in one
+    # unbounded statement; erasure (`SESSION_TABLES`) and retention must name the same tables.
+    assert set(SESSION_RULES["sessions"]) == set(SESSION_TABLES)
