@@ -150,7 +150,7 @@ async def test_a_tool_gets_the_real_value_of_a_token(
     fake_llm.responder = call_with_tokens
     try:
         async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as svc:
-            events = await turn(svc, await new_session(svc), f"note it: {PHONE}")
+            await turn(svc, await new_session(svc), f"note it: {PHONE}")
         noted = [e["text"] for e in REC.side_effects]
     finally:
         REC.reset()
@@ -163,18 +163,17 @@ async def test_a_tool_gets_the_real_value_of_a_token(
     assert TOKEN.findall(last_user(after))[0] in sent(after).split('"tool_calls"', 1)[1]
 
 
-def test_only_remote_models_are_wrapped() -> None:
-    policy = MaskingPolicy.of("pseudonymise", {}, KINDS)
-    configs = [
-        ModelConfig("openai/a", "http://127.0.0.1:9/v1", "sk-test"),
-        ModelConfig(LOCAL_MODEL),
-    ]
-    chain = build_chain(configs, ChainOptions(masking=policy), parser=ScriptedParser())
-    assert [type(link.model) for link in chain._links] == [MaskedModel, LocalModel]
-    off = build_chain(
-        configs, ChainOptions(masking=MaskingPolicy.of("off", {}, KINDS)), parser=ScriptedParser()
-    )
-    assert not any(isinstance(link.model, MaskedModel) for link in off._links)
+async def test_only_remote_models_are_wrapped() -> None:
+    configs = [ModelConfig("openai/a", "http://127.0.0.1:9/v1", "sk-x"), ModelConfig(LOCAL_MODEL)]
+    for default, wrapped in (("pseudonymise", True), ("mask", True), ("off", False)):
+        policy = MaskingPolicy.of(default, {}, KINDS)
+        chain = build_chain(configs, ChainOptions(masking=policy), parser=ScriptedParser())
+        try:
+            remote, local = (link.model for link in chain._links)
+            assert isinstance(remote, MaskedModel) is wrapped
+            assert isinstance(local, LocalModel)
+        finally:
+            await chain.aclose()
 
 
 @pytest.mark.parametrize(
