@@ -13,8 +13,17 @@ messages see real values and never a token.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
-from app.llm.gateway import ChatModel, ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
+from app.llm.gateway import (
+    ChatModel,
+    ModelRequest,
+    StreamEnd,
+    StreamItem,
+    TextDelta,
+    ToolCallDelta,
+    close_stream,
+)
 from app.llm.pseudonyms import MaskingPolicy, Pseudonyms
 
 
@@ -25,30 +34,21 @@ class MaskedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         mode = self.policy.mode_for(request.metadata.get("tenant_id"))
-        if mode == "off":
-            source = self.model.stream(request)
-            try:
-                async for item in source:
-                    yield item
-            finally:
-                await _close(source)
-            return
-        table = Pseudonyms.for_session(mode, self.policy.kinds, request.metadata.get("session_id"))
-        sent = ModelRequest(
-            messages=table.hide_messages(request.messages),
-            tools=request.tools,
-            phase=request.phase,
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-            metadata=request.metadata,
-        )
+        table: Pseudonyms | None = None
+        sent = request
+        if mode != "off":
+            table = Pseudonyms.for_session(
+                mode, self.policy.kinds, request.metadata.get("session_id")
+            )
+            sent = replace(request, messages=table.hide_messages(request.messages))
         source = self.model.stream(sent)
         try:
-            passed = source if mode == "mask" or table.issued == 0 else _revealed(source, table)
-            async for item in passed:
+            # Only tokens come back (masks are for good); none issued, nothing to read back.
+            answer = _revealed(source, table) if table is not None and table.issued else source
+            async for item in answer:
                 yield item
         finally:
-            await _close(source)
+            await close_stream(source)
 
     async def aclose(self) -> None:
         await self.model.aclose()
@@ -87,9 +87,3 @@ async def _revealed(
                 return
     for done in held():
         yield done
-
-
-async def _close(source: AsyncIterator[StreamItem]) -> None:
-    aclose = getattr(source, "aclose", None)
-    if aclose is not None:
-        await aclose()
