@@ -188,3 +188,30 @@ def test_bad_settings_name_the_variable(make_settings: Any, variable: str, value
     with pytest.raises(ValidationError) as caught:
         make_settings(**{variable: value})
     assert describe_validation_error(caught.value)[0][0] == f"HERMES_{variable.upper()}"
+
+
+async def test_an_agents_draft_goes_through_the_tenants_policy_and_comes_back_real(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    from tests.api.test_handoff import AS_AGENT, AS_CUSTOMER, ask, claim, desk_settings, say
+
+    # Off by default, on for the desk's tenant: the draft's request must say whose it is.
+    settings = desk_settings(
+        make_settings, model_masking="off", model_masking_tenants="acme:pseudonymise"
+    )
+    async with serve(settings) as svc:
+        svc.client.headers.update(AS_CUSTOMER)
+        session_id = await new_session(svc)
+        fake_llm.enqueue(Reply("Hello, how can I help?"))
+        assert (await say(svc, session_id, "hello")).status_code == 200
+        await ask(svc, session_id, "billing dispute")
+        assert (await claim(svc, session_id, AS_AGENT)).status_code == 200
+        assert (await say(svc, session_id, f"call me on {PHONE}")).status_code == 202
+        fake_llm.responder = echo
+        drafted = await svc.client.post(
+            f"/v1/sessions/{session_id}/handoff/suggestions", headers=AS_AGENT
+        )
+    assert drafted.status_code == 201, drafted.text
+    assert PHONE not in sent(fake_llm.requests[-1])
+    assert TOKEN.search(last_user(fake_llm.requests[-1]))
+    assert drafted.json()["text"] == f"You said: call me on {PHONE}"
