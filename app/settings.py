@@ -329,10 +329,7 @@ class Settings(BaseSettings):
     @field_validator("model_masking_kinds")
     @classmethod
     def _masking_kinds_known(cls, value: list[str]) -> list[str]:
-        unknown = [kind for kind in value if kind not in MASKING_KINDS]
-        if unknown:
-            raise ValueError(f"unknown kind {unknown[0]!r} (any of {', '.join(MASKING_KINDS)})")
-        return value
+        return _only(value, MASKING_KINDS, "kind")
 
     @field_validator("model_prices")
     @classmethod
@@ -358,10 +355,7 @@ class Settings(BaseSettings):
     @field_validator("public_paths")
     @classmethod
     def _known_public_paths(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in PUBLIC_PATH_NAMES]
-        if unknown:
-            raise ValueError(f"unknown {unknown[0]!r} (any of {', '.join(PUBLIC_PATH_NAMES)})")
-        return value
+        return _only(value, PUBLIC_PATH_NAMES)
 
     @field_validator("auth_secret", "key_pepper", "jwt_secret", mode="before")
     @classmethod
@@ -401,6 +395,15 @@ class Settings(BaseSettings):
         if config_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
+
+
+def _only(value: list[str], known: tuple[str, ...], what: str = "") -> list[str]:
+    """`value` if each of its entries is `known`; else a ValueError naming the first that isn't."""
+    unknown = [entry for entry in value if entry not in known]
+    if unknown:
+        label = f"{what} " if what else ""
+        raise ValueError(f"unknown {label}{unknown[0]!r} (any of {', '.join(known)})")
+    return value
 
 
 def _price(entry: str) -> tuple[str, tuple[float, float]]:

@@ -165,24 +165,7 @@ class Pseudonyms:
     def _hide_json(self, text: str) -> str:
         """JSON text with values hidden inside its strings (where an escape such as `\\n`
         before a number would keep the detectors from seeing it in the raw text)."""
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return self.hide(text)
-        hidden = self._hide_data(data)
-        return text if hidden == data else json.dumps(hidden, ensure_ascii=False)
-
-    def _hide_data(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.hide(value)
-        if isinstance(value, dict):
-            return {k: self._hide_data(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._hide_data(v) for v in value]
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            hidden = self.hide(str(value))
-            return value if hidden == str(value) else hidden
-        return value
+        return _in_json(text, self.hide)
 
     def _tokens_of(self, kind: str) -> Callable[[re.Match[str]], str]:
         return lambda match: self._token(kind, match[0])
@@ -211,26 +194,35 @@ class Pseudonyms:
     def reveal_arguments(self, arguments: str) -> str:
         """Tool-call arguments (JSON text, its strings possibly `\\u00ab`-escaped) with tokens
         replaced by their values; text that is not JSON has its tokens replaced as text."""
-        if not self._values:
-            return arguments
-        try:
-            data = json.loads(arguments)
-        except ValueError:
-            return self.reveal(arguments)
-        revealed = self._reveal_data(data)
-        return arguments if revealed == data else json.dumps(revealed, ensure_ascii=False)
-
-    def _reveal_data(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.reveal(value)
-        if isinstance(value, dict):
-            return {k: self._reveal_data(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._reveal_data(v) for v in value]
-        return value
+        return _in_json(arguments, self.reveal) if self._values else arguments
 
     def revealer(self) -> Revealer:
         return Revealer(self)
+
+
+def _in_json(text: str, change: Callable[[str], str]) -> str:
+    """JSON text with `change` applied to each string (and number) in it, or to the text itself
+    when it is not JSON; unchanged text is returned as it was."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return change(text)
+    changed = _each_string(data, change)
+    return text if changed == data else json.dumps(changed, ensure_ascii=False)
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {k: _each_string(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_each_string(v, change) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        # A phone number sent as a JSON number is still a phone number.
+        changed = change(str(value))
+        return value if changed == str(value) else changed
+    return value
 
 
 class Revealer:
