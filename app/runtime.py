@@ -175,6 +175,7 @@ def build_model(
             settings.model_masking,
             settings.model_masking_by_tenant,
             settings.model_masking_kinds,
+            _masking_secret(settings),
         ),
     )
     return build_chain(
@@ -202,6 +203,15 @@ class SharedHttpClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _masking_secret(settings: Settings) -> bytes | None:
+    """The key of the model-masking tokens: the deployment's own secret when one is set (so a
+    session's tokens agree between its processes), else one chosen per process."""
+    for secret in (settings.key_pepper, settings.auth_secret):
+        if secret is not None:
+            return b"model-masking\x1f" + secret.get_secret_value().encode()
+    return None
 
 
 def build_registry(settings: Settings, http: SharedHttpClient) -> ToolRegistry:

@@ -38,7 +38,7 @@ class MaskedModel:
         sent = request
         if mode != "off":
             table = Pseudonyms.for_session(
-                mode, self.policy.kinds, request.metadata.get("session_id")
+                mode, self.policy.kinds, request.metadata.get("session_id"), self.policy.secret
             )
             sent = replace(request, messages=table.hide_messages(request.messages))
         source = self.model.stream(sent)

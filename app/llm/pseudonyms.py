@@ -56,6 +56,11 @@ class MaskingPolicy:
     default: Mode = "pseudonymise"
     tenants: Mapping[str, Mode] = field(default_factory=dict)
     kinds: frozenset[str] = frozenset(KINDS)
+    # Keys every session's tokens, so knowing a session id is not enough to recompute them
+    # (a brute force over phone numbers would otherwise need only the id). Shared by the
+    # processes when configured; else each process has its own, and a session's tokens
+    # differ between processes, which costs nothing (a table is built per request).
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     def mode_for(self, tenant_id: str | None) -> Mode:
         if tenant_id is None:
@@ -69,7 +74,13 @@ class MaskingPolicy:
         return bool(self.kinds) and modes != {"off"}
 
     @classmethod
-    def of(cls, default: str, tenants: Mapping[str, str], kinds: Iterable[str]) -> MaskingPolicy:
+    def of(
+        cls,
+        default: str,
+        tenants: Mapping[str, str],
+        kinds: Iterable[str],
+        secret: bytes | None = None,
+    ) -> MaskingPolicy:
         """From settings' strings (checked there)."""
         for mode in (default, *tenants.values()):
             if mode not in MODES:
@@ -78,6 +89,7 @@ class MaskingPolicy:
             cast(Mode, default),
             {t: cast(Mode, m) for t, m in tenants.items()},
             frozenset(kinds),
+            secret if secret else secrets.token_bytes(32),
         )
 
 
@@ -107,9 +119,15 @@ class Pseudonyms:
         self._values: dict[str, str] = {}  # token -> the value as it was first written
 
     @classmethod
-    def for_session(cls, mode: Mode, kinds: Iterable[str], session_id: str | None) -> Pseudonyms:
-        """The session's tokens; without a session, a key of this request's own."""
-        key = None if not session_id else b"hermes-model-masking\x1f" + session_id.encode()
+    def for_session(
+        cls, mode: Mode, kinds: Iterable[str], session_id: str | None, secret: bytes = b""
+    ) -> Pseudonyms:
+        """The session's tokens, keyed by `secret` and the session; without a session, a key
+        of this request's own."""
+        key = None
+        if session_id:
+            label = b"hermes-model-masking\x1f" + session_id.encode()
+            key = hmac.new(secret, label, hashlib.sha256).digest()
         return cls(mode, kinds, key)
 
     @property

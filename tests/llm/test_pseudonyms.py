@@ -39,6 +39,17 @@ def test_a_value_is_the_same_token_in_every_request_of_a_session_and_not_in_anot
     assert table("s1").hide("138 1234 5678") == first
 
 
+def test_the_deployment_secret_keys_the_tokens_not_the_session_id_alone() -> None:
+    def keyed(secret: bytes) -> str:
+        return Pseudonyms.for_session("pseudonymise", KINDS, "s1", secret).hide(PHONE)
+
+    assert keyed(b"one secret") == keyed(b"one secret")
+    assert keyed(b"one secret") != keyed(b"another secret")
+    # Two policies without a configured secret: each its own, so their tokens differ.
+    a, b = MaskingPolicy.of("pseudonymise", {}, KINDS), MaskingPolicy.of("pseudonymise", {}, KINDS)
+    assert a.secret != b.secret
+
+
 def test_two_values_get_two_tokens() -> None:
     t = table()
     hidden = t.hide(f"{PHONE} or 13987654321, again {PHONE}")
