@@ -36,6 +36,7 @@ from app.llm.gateway import ChatModel
 from app.llm.local.model import LocalModelConfig
 from app.llm.masking import Redact
 from app.llm.prices import Prices
+from app.llm.pseudonyms import MaskingPolicy
 from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
@@ -172,6 +173,12 @@ def build_model(
         ),
         local=LocalModelConfig(settings.nlu_min_confidence),
         breakers=breakers,
+        masking=MaskingPolicy.of(
+            settings.model_masking,
+            settings.model_masking_by_tenant,
+            settings.model_masking_kinds,
+            _masking_secret(settings),
+        ),
     )
     return build_chain(
         [primary, *fallbacks],
@@ -198,6 +205,15 @@ class SharedHttpClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _masking_secret(settings: Settings) -> bytes | None:
+    """The key of the model-masking tokens: the deployment's own secret when one is set (so a
+    session's tokens agree between its processes), else one chosen per process."""
+    for secret in (settings.key_pepper, settings.auth_secret):
+        if secret is not None:
+            return b"model-masking\x1f" + secret.get_secret_value().encode()
+    return None
 
 
 def build_registry(settings: Settings, http: SharedHttpClient) -> ToolRegistry:
