@@ -25,7 +25,6 @@ import os
 import sqlite3
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +35,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.append(str(_HERE.parent))  # after PYTHONPATH: another checkout's `app` may come first
+# The same turns bench/turn_writes.py counts statements of.
+from bench.turn_writes import CUSTOMER, ORDER, REPLY, bench_settings, wait_idle  # noqa: E402
 
-REPLY = "Your order 202405201234 has shipped and arrives tomorrow."
-ORDER = "202405201234"  # the demo's shipped order of cust_0001
-CUSTOMER = "cust_0001"
 TARGETS = {"plain": 3 * 1024, "order status": 6 * 1024}
 
 
@@ -115,18 +113,9 @@ def _row_bytes(row: sqlite3.Row) -> int:
     return sum(_size(row[k]) for k in row.keys())
 
 
-async def _idle(runtime: Any) -> None:
-    deadline = time.monotonic() + 30
-    while runtime.manager.active_sessions():
-        if time.monotonic() > deadline:
-            raise RuntimeError("a session worker did not finish")
-        await asyncio.sleep(0.005)
-
-
 async def run(args: argparse.Namespace) -> dict[str, float]:
     from app.demo.generator import regenerate
     from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
-    from app.settings import Settings
     from app.testing import serve, stream_turn
 
     tmp = Path(tempfile.mkdtemp(prefix="hermes-bytes-"))
@@ -135,16 +124,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     kinds = ("plain", "order status")
     found: dict[str, Sizes] = {}
     with FakeLLMServer(default=Reply(REPLY)) as llm:
-        settings = Settings(
-            db_path=db_path,
-            demo_db_path=tmp / "demo.db",
-            model="openai/bench",
-            model_api_base=llm.url,
-            model_api_key="sk-bench",
-            local_fallback=False,
-            log_level="WARNING",
-        )
-        async with serve(settings) as svc:
+        async with serve(bench_settings(tmp, llm.url)) as svc:
             client, runtime = svc.client, svc.runtime
 
             async def turn(kind: str, session_id: str, i: int) -> str:
@@ -159,7 +139,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 got = await stream_turn(client, session_id, content)
                 if got[-1].event != "turn.completed":
                     raise RuntimeError(f"a {kind} turn ended with {got[-1].event}: {got[-1].data}")
-                await _idle(runtime)
+                await wait_idle(runtime)
                 return str(got[-1].data["turn_id"])
 
             async def sessions(n: int) -> list[str]:
