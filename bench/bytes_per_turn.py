@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -168,6 +169,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                         await turn(kind, sid, i)
                     left -= per
                 found[kind] = measure(db_path).minus(made)
+    shutil.rmtree(tmp, ignore_errors=True)
     report(found, args.turns, count)
     return {kind: found[kind].file / args.turns for kind in kinds}
 
