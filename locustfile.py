@@ -13,6 +13,11 @@ Every turn is its own entry, `turn <task>`, timed from its POST to its `turn.com
 not 200, the connection breaks, or no terminal frame comes within `--turn-timeout` seconds.
 Time to the first `message.delta` frame, from the same POST, is reported as `ttfd <task>`.
 `make load-ci` (bench/load_ci.py) runs this headless and gates on failures and p95.
+
+Two options for long runs (bench/soak.py): `--call-turns N` ends a customer's call after N turns
+and starts the next in a new session (0, the default: one session for the whole run), and
+`--turn-log FILE` appends one line per turn (`<unix time> <ms> <ok 0|1> <task>`) for per-minute
+figures.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from locust import HttpUser, events, task
 from locust.env import Environment
@@ -40,15 +45,27 @@ _people: list[dict[str, Any]] = []
 def _options(parser: Any) -> None:
     parser.add_argument("--demo-db", default="var/demo.db", help="the demo database Hermes serves")
     parser.add_argument("--turn-timeout", type=float, default=30.0, help="seconds per turn")
+    parser.add_argument("--call-turns", type=int, default=0, help="turns per session (0: all)")
+    parser.add_argument("--turn-log", default="", help="append one line per turn to this file")
+
+
+_turn_log: list[TextIO] = []
 
 
 @events.init.add_listener
 def _load_customers(environment: Environment, **_: Any) -> None:
     if environment.parsed_options is None:
         return
+    if environment.parsed_options.turn_log:
+        _turn_log.append(open(environment.parsed_options.turn_log, "a", buffering=1))
     _people.extend(customers(Path(environment.parsed_options.demo_db)))
     if not _people:
         raise SystemExit(f"no demo customers in {environment.parsed_options.demo_db}")
+
+
+def _log_turn(name: str, seconds: float, *, ok: bool) -> None:
+    for log in _turn_log:
+        log.write(f"{time.time():.3f} {seconds * 1000:.1f} {int(ok)} {name}\n")
 
 
 class Customer(HttpUser):
@@ -59,9 +76,14 @@ class Customer(HttpUser):
         self.me = random.choice(_people)
         options = self.environment.parsed_options
         self.turn_timeout_s = options.turn_timeout if options else 30.0
+        self.call_turns = options.call_turns if options else 0
+        self.new_call()
+
+    def new_call(self) -> None:
         made = self.client.post("/v1/sessions", json={"user_id": self.me["customer"]})
         made.raise_for_status()
         self.session_id = made.json()["id"]
+        self.turns_in_call = 0
 
     @task(60)
     def order_status(self) -> None:
@@ -80,6 +102,9 @@ class Customer(HttpUser):
         self.turn("complaint")
 
     def turn(self, name: str) -> None:
+        if self.call_turns and self.turns_in_call >= self.call_turns:
+            self.new_call()
+        self.turns_in_call += 1
         text = random.choice(MESSAGES[name]).format(
             order=random.choice(self.me["orders"]), parcel=random.choice(self.me["parcels"])
         )
@@ -95,6 +120,7 @@ class Customer(HttpUser):
         ) as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}")
+                _log_turn(name, time.perf_counter() - start, ok=False)
                 return
             try:
                 reading = read_turn(
@@ -102,6 +128,7 @@ class Customer(HttpUser):
                 )
             except RequestException as exc:
                 response.failure(f"stream broke: {type(exc).__name__}")
+                _log_turn(name, time.perf_counter() - start, ok=False)
                 return
             # Locust timed the request to its headers; the turn ends at its terminal frame.
             response.request_meta["response_time"] = reading.seconds * 1000
@@ -109,6 +136,7 @@ class Customer(HttpUser):
                 response.success()
             else:
                 response.failure(reading.failure)
+            _log_turn(name, reading.seconds, ok=reading.failure is None)
         if reading.first_delta_s is not None:
             events.request.fire(
                 request_type="SSE",

@@ -68,11 +68,13 @@ async def start_hermes(
     api_base: str,
     extra: dict[str, str],
     serve_args: tuple[str, ...] = (),
+    program: tuple[str, ...] = ("-m", "app.cli"),
     **settings: str,
 ) -> Hermes:
     """`hermes serve` on 127.0.0.1 with SQLite in `tmp` (unless the settings name a
     HERMES_DATABASE_URL), the fake model at `api_base`; `extra` (from --env) wins over the
-    bench's own settings; `serve_args` go to `hermes serve` (e.g. `--workers 2`)."""
+    bench's own settings; `serve_args` go to `hermes serve` (e.g. `--workers 2`); `program` is
+    what Python runs as `hermes` (bench/_traced_hermes.py traces allocations)."""
     port = free_port()
     env = {
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -85,7 +87,7 @@ async def start_hermes(
         **extra,
     }
     args = python(
-        "-m", "app.cli", "serve", "--port", str(port), "--db", str(tmp / "hermes.db"), *serve_args
+        *program, "serve", "--port", str(port), "--db", str(tmp / "hermes.db"), *serve_args
     )
     proc = spawn(args, env, log=tmp / "hermes.log")
     url = f"http://127.0.0.1:{port}"
@@ -101,6 +103,7 @@ async def start_on_rule_model(
     model_delay: float,
     extra: dict[str, str],
     procs: list[subprocess.Popen[bytes]],
+    program: tuple[str, ...] = ("-m", "app.cli"),
     **settings: str,
 ) -> tuple[subprocess.Popen[bytes], Hermes]:
     """The fake model answering each call by `RuleModel` after `model_delay` seconds, and
@@ -111,6 +114,8 @@ async def start_on_rule_model(
     fake = spawn(python(*fake_args, "--delay", str(model_delay)), {}, tmp / "llm.log")
     procs.append(fake)
     api_base = f"http://127.0.0.1:{await wait_port_file(port_file, fake)}/v1"
-    hermes = await start_hermes(tmp, api_base, extra, HERMES_LOCAL_FALLBACK="false", **settings)
+    hermes = await start_hermes(
+        tmp, api_base, extra, program=program, HERMES_LOCAL_FALLBACK="false", **settings
+    )
     procs.append(hermes.proc)
     return fake, hermes

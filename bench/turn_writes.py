@@ -162,7 +162,24 @@ class Kind:
     seconds: list[float] = field(default_factory=list)
 
 
-async def _idle(runtime: Any) -> None:
+def bench_settings(tmp: Path, model_url: str, **extra: Any) -> Any:
+    """Hermes on `tmp`'s SQLite file and demo data, talking to the fake model at `model_url`
+    (no `hermes/local` fallback: a model failure is a failed turn)."""
+    from app.settings import Settings
+
+    return Settings(
+        db_path=tmp / "hermes.db",
+        demo_db_path=tmp / "demo.db",
+        model="openai/bench",
+        model_api_base=model_url,
+        model_api_key="sk-bench",
+        local_fallback=False,
+        log_level="WARNING",
+        **extra,
+    )
+
+
+async def wait_idle(runtime: Any) -> None:
     deadline = time.monotonic() + 30
     while runtime.manager.active_sessions():
         if time.monotonic() > deadline:
@@ -183,7 +200,6 @@ def _db_size(path: Path) -> int:
 async def run(args: argparse.Namespace) -> None:
     from app.demo.generator import regenerate
     from app.llm.testing import FakeLLMServer, Reply, ScriptedLLM, ToolCall, ToolCalls
-    from app.settings import Settings
     from app.testing import serve
 
     tmp = Path(tempfile.mkdtemp(prefix="hermes-writes-"))
@@ -192,16 +208,7 @@ async def run(args: argparse.Namespace) -> None:
     pg_url = create_database() if args.postgres else None
     profiler = cProfile.Profile() if args.profile else None
     with FakeLLMServer(default=Reply(REPLY)) as llm:
-        settings = Settings(
-            db_path=db_path,
-            demo_db_path=tmp / "demo.db",
-            model="openai/bench",
-            model_api_base=llm.url,
-            model_api_key="sk-bench",
-            local_fallback=False,
-            log_level="WARNING",
-            **({"database_url": pg_url} if pg_url else {}),
-        )
+        settings = bench_settings(tmp, llm.url, **({"database_url": pg_url} if pg_url else {}))
         kinds = [Kind("plain"), Kind("order status")]
         scripted = ScriptedLLM(default=Reply(REPLY)) if args.scripted else None
         script = scripted or llm
@@ -222,7 +229,7 @@ async def run(args: argparse.Namespace) -> None:
                     content = f"where is my order {ORDER}?"
                 else:
                     content = f"where is my order {i}"
-                await _idle(runtime)
+                await wait_idle(runtime)
                 before, t = counts(runtime, None if pg_url else db_path), time.perf_counter()
                 if profiler is not None and record:
                     profiler.enable()
@@ -230,7 +237,7 @@ async def run(args: argparse.Namespace) -> None:
                     f"/v1/sessions/{session_id}/messages", json={"content": content}
                 )
                 r.raise_for_status()
-                await _idle(runtime)
+                await wait_idle(runtime)
                 if profiler is not None and record:
                     profiler.disable()
                 if record:

@@ -6,6 +6,7 @@ to the user's primary-key range, so the trigram index only walks that user's pos
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,9 +40,12 @@ def _escape_like(text: str) -> str:
 
 
 class MemoryQueries:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, owners_cached: int = 4096) -> None:
         self.db = db
-        self._owners: dict[tuple[str, str], int] = {}
+        # Owner ids of recently seen users, least recently used first: a process serves
+        # every user in time, so the cache is bounded rather than one entry per user ever seen.
+        self._owners: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self.owners_max = owners_cached
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryItem | None:
         row = await self.db.fetchone(
@@ -153,14 +157,21 @@ class MemoryQueries:
         """The user's owner id (its key range). Ids never change once given: cache them."""
         key = (scope.tenant_id, scope.user_id)
         owner = self._owners.get(key)
-        if owner is None:
-            row = await self.db.fetchone(
-                f"SELECT id FROM memory_owners WHERE {_OWNED}", (scope.tenant_id, scope.user_id)
-            )
-            if row is None:
-                return None
-            owner = self._owners[key] = int(row[0])
+        if owner is not None:
+            self._owners.move_to_end(key)
+            return owner
+        row = await self.db.fetchone(
+            f"SELECT id FROM memory_owners WHERE {_OWNED}", (scope.tenant_id, scope.user_id)
+        )
+        if row is None:
+            return None
+        owner = self._owners[key] = int(row[0])
+        if len(self._owners) > self.owners_max:
+            self._owners.popitem(last=False)
         return owner
+
+    def owners_cached(self) -> int:
+        return len(self._owners)
 
     async def vectors(self, scope: Scope) -> list[MemoryItem]:
         """The user's active memories that carry an embedding."""

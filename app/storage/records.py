@@ -145,7 +145,7 @@ class Event:
             tenant_id=row["tenant_id"],
             # Every type ever stored is in the catalogue (it only grows), so old rows load.
             type=EventType(row["type"]),
-            data=json.loads(row["data"]),
+            data=_with_turn_id(json.loads(row["data"]), row["turn_id"]),
             turn_id=row["turn_id"],
             created_at=row["created_at"],
         )
@@ -153,6 +153,14 @@ class Event:
     @property
     def terminal(self) -> bool:
         return self.type in TERMINAL_TURN_EVENTS
+
+
+def _with_turn_id(data: dict[str, Any], turn_id: str | None) -> dict[str, Any]:
+    """A turn's event as it went on the wire: `Tx.emit` stores its turn id only in the row
+    (rows stored before then still carry it in the payload too)."""
+    if turn_id is None or "turn_id" in data:
+        return data
+    return {"turn_id": turn_id, **data}
 
 
 @dataclass(frozen=True)

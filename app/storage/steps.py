@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from app import events
@@ -118,6 +119,32 @@ def _set(tx: Tx, step_id: str, **fields: Any) -> Step:
 
 _NOT_ENDED_BY_WATCHDOG = " AND status NOT IN ('stuck', 'skipped', 'timed_out')"
 
+# A step's expected output schema is stored once per distinct schema (a tool's is the same on
+# every call), in `step_schemas` under its digest; the step holds `{"$ref": "step_schemas/<d>"}`,
+# which reading a step for the API resolves. Code that only asks whether a step has a schema
+# (the recorder) needs no lookup.
+_SCHEMA_REF = "step_schemas/"
+
+
+def _schema_ref(tx: Tx, schema: dict[str, Any] | None) -> str | None:
+    if schema is None:
+        return None
+    body = dumps(schema)
+    digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+    tx.execute(
+        "INSERT INTO step_schemas (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+        (digest, body),
+    )
+    return dumps({"$ref": _SCHEMA_REF + digest})
+
+
+def _referenced(step: Step) -> str | None:
+    """The digest a step's schema refers to (None: the step holds its schema itself)."""
+    schema = step.expected_output_schema
+    ref = schema.get("$ref") if schema is not None and len(schema) == 1 else None
+    return ref[len(_SCHEMA_REF) :] if isinstance(ref, str) and ref.startswith(_SCHEMA_REF) else None
+
+
 # A step re-queued under the same key keeps its id, seq and inputs, and runs again.
 _UPSERT = (
     "INSERT INTO steps (id, tenant_id, session_id, turn_id, key, seq, parent_id, action_type,"
@@ -182,7 +209,7 @@ def enqueue_steps(
                 step.action_type,
                 step.name,
                 dumps(step.input_context),
-                None if step.expected_output_schema is None else dumps(step.expected_output_schema),
+                _schema_ref(tx, step.expected_output_schema),
                 step.status,
                 tx.now,
                 step.deadline_at,
@@ -310,11 +337,29 @@ class StepStore(Store):
             sql += " AND turn_id = ?"
             params.append(turn_id)
         rows = await self.db.fetchall(sql + " ORDER BY created_at, seq", params)
-        return [Step.from_row(r) for r in rows]
+        return await self._with_schemas([Step.from_row(r) for r in rows])
 
     async def get(self, tenant_id: str, session_id: str, step_id: str) -> Step | None:
         row = await self.db.fetchone(
             "SELECT * FROM steps WHERE id = ? AND tenant_id = ? AND session_id = ?",
             (step_id, tenant_id, session_id),
         )
-        return None if row is None else Step.from_row(row)
+        return None if row is None else (await self._with_schemas([Step.from_row(row)]))[0]
+
+    async def _with_schemas(self, found: list[Step]) -> list[Step]:
+        """The steps with the schemas they refer to in place."""
+        digests = sorted({d for step in found if (d := _referenced(step)) is not None})
+        if not digests:
+            return found
+        rows = await self.db.fetchall(
+            "SELECT digest, body FROM step_schemas WHERE digest IN"
+            f" ({', '.join('?' * len(digests))})",
+            digests,
+        )
+        bodies = {digest: json.loads(body) for digest, body in rows}
+        return [
+            replace(step, expected_output_schema=bodies[d])
+            if (d := _referenced(step)) is not None and d in bodies
+            else step
+            for step in found
+        ]

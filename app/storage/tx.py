@@ -62,8 +62,12 @@ class Tx:
         turn_id: str | None = None,
     ) -> Event:
         """Append an event (built by `app.events`: `tx.emit(session, tenant, *new_event)`)
-        to the session's log, with the session's next sequence number."""
-        payload = dumps(data)
+        to the session's log, with the session's next sequence number.
+
+        A turn's event carries its turn id first in its payload (the catalogue builds them so)
+        and in the row's `turn_id` column: it is stored once, in the column, and put back in
+        front when the event is read (`Event.from_row`)."""
+        payload = dumps(_without_turn_id(data, turn_id))
         if self.dialect == "postgres":  # one statement, one round trip
             row = self.conn.execute(
                 _EMIT_POSTGRES,
@@ -95,6 +99,14 @@ class Tx:
         note_event(self.conn, len(payload.encode()))
         self.events.append(event)
         return event
+
+
+def _without_turn_id(data: dict[str, Any], turn_id: str | None) -> dict[str, Any]:
+    if turn_id is None:
+        return data
+    if next(iter(data), None) != "turn_id" or data["turn_id"] != turn_id:
+        raise ValueError(f"an event of turn {turn_id} must carry it as its first field")
+    return {k: v for k, v in data.items() if k != "turn_id"}
 
 
 class Store:

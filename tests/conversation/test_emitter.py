@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app import events
+from app.api.sse import encode
 from app.conversation.emitter import TurnEmitter
 from app.events import EventType
 from app.llm.gateway import RequestedToolCall
@@ -139,14 +140,18 @@ async def test_model_calls_and_queued_calls_announce_nothing_without_steps(
     assert await claimed.log() == before
 
 
-async def test_stored_payloads_are_the_wire_bytes(claimed: Claimed) -> None:
-    """What SSE sends is the stored JSON, compact and in the catalogue's key order."""
+async def test_stored_payloads_are_the_wire_bytes_less_the_turn_id(claimed: Claimed) -> None:
+    """What SSE sends is the stored JSON, compact and in the catalogue's key order; a turn's id
+    is stored once, in its column, and read back in front of the payload."""
     emitter = TurnEmitter(claimed.turns, claimed.turn)
     await emitter.emit(events.memory_forgotten(claimed.turn.id, 3))
     row = await claimed.db.fetchone(
-        "SELECT type, data FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+        "SELECT type, data, turn_id, seq FROM events WHERE session_id = ?"
+        " ORDER BY seq DESC LIMIT 1",
         (claimed.turn.session_id,),
     )
     assert row is not None
-    assert row[0] == "memory.forgotten"
-    assert row[1] == json.dumps({"turn_id": claimed.turn.id, "count": 3}, separators=(",", ":"))
+    assert (row[0], row[1], row[2]) == ("memory.forgotten", '{"count":3}', claimed.turn.id)
+    [read] = await EventStore(claimed.db).after(claimed.turn.session_id, row[3] - 1)
+    wire = json.dumps({"turn_id": claimed.turn.id, "count": 3}, separators=(",", ":"))
+    assert f"data: {wire}\n".encode() in encode(read)

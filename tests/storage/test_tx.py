@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from app.events import EventType
+from app.storage.events import EventStore
 from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.tx import Store, TurnWrites, Tx
@@ -72,3 +74,35 @@ async def test_release_sends_what_is_held_on_its_own(db: Database) -> None:
     writes.release()
     await writes.now(event("b"))  # the writer keeps order: a's job commits first
     assert [[e.type for e in batch] for batch in published] == [["a"], ["b"]]
+
+
+async def test_a_turns_id_is_stored_once_and_read_back_in_front(db: Database) -> None:
+    def emit(tx: Tx) -> Event:
+        return tx.emit(
+            SESSION, "t", EventType.TURN_QUEUED, {"turn_id": "turn_1", "ahead": 2}, "turn_1"
+        )
+
+    published = await Store(db).transact(emit)
+    assert published.data == {"turn_id": "turn_1", "ahead": 2}
+    stored = await db.fetchall("SELECT data, turn_id FROM events WHERE session_id = ?", (SESSION,))
+    assert [tuple(r) for r in stored] == [('{"ahead":2}', "turn_1")]
+    # A row stored before (the id in the payload too) reads the same; the order is the wire's.
+    await db.write(
+        lambda c: c.execute(
+            "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
+            " VALUES (?, 2, 't', 'turn_1', 'turn.queued', ?, 0)",
+            (SESSION, '{"turn_id":"turn_1","ahead":3}'),
+        )
+    )
+    read = await EventStore(db).after(SESSION, 0)
+    assert [list(e.data.items()) for e in read] == [
+        [("turn_id", "turn_1"), ("ahead", 2)],
+        [("turn_id", "turn_1"), ("ahead", 3)],
+    ]
+
+
+async def test_a_turns_event_without_its_id_first_is_refused(db: Database) -> None:
+    with pytest.raises(ValueError, match="first field"):
+        await Store(db).transact(
+            lambda tx: tx.emit(SESSION, "t", EventType.TURN_QUEUED, {"ahead": 2}, "turn_1")
+        )

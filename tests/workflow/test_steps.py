@@ -284,3 +284,36 @@ async def test_approval_waits_are_steps(svc: LiveService, fake_llm: FakeLLMServe
     steps = {s["key"]: s for s in await steps_of(svc, session_id)}
     assert steps[f"approval:{approval_id}"]["status"] == "succeeded"
     assert steps["tool:n1"]["status"] == "succeeded"
+
+
+async def test_a_schema_is_stored_once_and_every_step_reads_it_whole(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    for n in (1, 2):
+        fake_llm.enqueue(ToolCalls(ToolCall("flaky", {"n": n})), Reply("done"))
+    session_id = await new_session(svc)
+    for n in (1, 2):
+        assert (await post(svc, session_id, f"check backend {n}")).status_code == 200
+    steps = await steps_of(svc, session_id)
+    calls = [s for s in steps if s["name"] == "flaky"]
+    models = [s for s in steps if s["action_type"] == "generate_response"]
+    assert len(calls) == 2 and len(models) == 4
+    tool_schema = svc.runtime.registry.get("flaky").spec.output_schema  # type: ignore[union-attr]
+    model_schema = models[0]["expected_output_schema"]
+    assert all(s["expected_output_schema"] == tool_schema for s in calls)
+    assert all(s["expected_output_schema"] == model_schema for s in models)
+    assert model_schema["type"] == "object" and "tool_calls" in model_schema["properties"]
+    # Stored: each schema once; the six steps hold a reference to one of the two.
+    db = svc.runtime.db
+    stored = [body for (body,) in await db.fetchall("SELECT body FROM step_schemas")]
+    canonical = {json.dumps(json.loads(body), sort_keys=True) for body in stored}
+    assert len(stored) == 2 and canonical == {
+        json.dumps(tool_schema, sort_keys=True),
+        json.dumps(model_schema, sort_keys=True),
+    }
+    rows = await db.fetchall(
+        "SELECT expected_output_schema FROM steps WHERE session_id = ?", (session_id,)
+    )
+    refs = [json.loads(value) for (value,) in rows]
+    assert len(refs) == 6 and len({ref["$ref"] for ref in refs}) == 2
+    assert all(list(ref) == ["$ref"] and ref["$ref"].startswith("step_schemas/") for ref in refs)
