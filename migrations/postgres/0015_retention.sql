@@ -1,4 +1,4 @@
--- PostgreSQL mirror of migrations/0014_retention.sql.
+-- PostgreSQL mirror of migrations/0015_retention.sql.
 -- Retention (HERMES_RETENTION_*, app/storage/retention.py): the purge finds finished sessions
 -- in the order they were archived, and deletes each one's rows by session in small batches.
 -- A session's rows in tool_calls, confirmations and handoffs had no index by session, so a
