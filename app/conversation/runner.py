@@ -127,8 +127,10 @@ class TurnRunner:
         snapshot = view.snapshot
         own = view.messages_of(turn.number)
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
-        transcript = Transcript(emitter.writes, turn)
-        resume = resume_point(turn, own) if turn.resume_from_step else None
+        transcript = Transcript(emitter.writes, turn, self.redactor)
+        resume = None
+        if turn.resume_from_step:
+            resume = resume_point(turn, own, await self.messages.held_arguments(turn.id))
         # Where the turn reports: its emitter, with its steps recorded around it.
         # (Claiming the turn answered a waiting ask_user step.)
         reports: TurnEvents = StepRecorder(
@@ -222,7 +224,13 @@ class TurnRunner:
 
         def at_end(tx: Tx) -> None:
             fields = turn_end_fields(
-                turn, view.snapshot, user_text, transcript, understanding, run.policy.taint
+                turn,
+                view.snapshot,
+                user_text,
+                transcript,
+                understanding,
+                run.policy.taint,
+                self.redactor,
             )
             store_fields(turn.session_id, fields)(tx)
             # Only this turn's own messages above the watermark: the next turn need not read
