@@ -150,7 +150,9 @@ class TurnRunner:
         if understanding is not None and resume is None:
             # Held: stored with the turn's next write (a memory event, the model step), which
             # comes before anything another writer could add to the session's events.
-            event = understanding.event()
+            # Masked like the snapshot's slots: the event and the message's metadata are copies
+            # of the customer's words beside the message itself.
+            event = self.redactor.data(understanding.event())
             emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         extra: list[ChatMessage] = []
