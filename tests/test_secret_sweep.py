@@ -9,9 +9,11 @@ number in the customer's message, in the session's metadata and in tool argument
 
 The flow, over HTTP with auth on: a session with metadata; a turn whose model reads an order,
 calls an MCP tool that returns its secret, files a ticket and sends an email (both wait for an
-operator's approval, given over the API); a memory written by an operator; a handoff claimed by
-an agent. Then every log record of the service, every column of every row of every table (and,
-on SQLite, the bytes of the database file and its WAL) is searched.
+operator's approval, given over the API); a contact change the customer confirms (the context is
+small, so earlier turns are folded into a model-written summary first); a memory written by an
+operator; a handoff claimed by an agent; the session closed with its wrap-up. Then every log
+record of the service, every column of every row of every table (and, on SQLite, the bytes of
+the database file and its WAL) is searched.
 
 `ALLOWED` lists each place a planted value may be, and why. A failure names the table, the
 column and the row.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +34,7 @@ import pytest
 
 from app.demo.fixtures import DELIVERED_ORDER, LI_LEI
 from app.demo.testing import SmtpSink
-from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.llm.testing import FakeLLMServer, RecordedRequest, Reply, Step, ToolCall, ToolCalls
 from app.testing import LiveService, serve, stream_turn
 from app.tools.mcp.testing import scripted_stdio
 from tests.tools.mcp.helpers import CONNECT_S
@@ -110,26 +113,39 @@ ALLOWED = (
         EVERY_PII,
         "what the tool runs with once approved; shown to operators only, each read audited",
     ),
+    Allowed(
+        "confirmations",
+        "arguments",
+        frozenset({"email"}),
+        "what the tool runs with once the customer says yes (the read-back they hear is masked)",
+    ),
     *(
         Allowed(
             table,
             column,
             frozenset({"email"}),
-            "a fact an operator wrote about the customer on purpose (and its history and search "
-            "index); forgotten for good on request",
+            "a fact about the customer stored on purpose (an operator's, and the contact change "
+            "the customer confirmed), its history and search index; forgotten for good on request",
         )
         for table, column in (
             ("memories", "value"),
             ("memories", "search_text"),
             ("memory_fts", "search_text"),
             ("memory_history", "new_value"),
+            ("memory_history", "old_value"),
         )
     ),
 )
 
 # Demo company system (the tools' back end, not Hermes's own data): the email that was sent is
 # the side effect the operator approved.
-DEMO_ALLOWED = (Allowed("emails", "*", EVERY_PII, "the email an operator approved, as sent"),)
+DEMO_ALLOWED = (
+    Allowed("emails", "*", EVERY_PII, "the email an operator approved, as sent"),
+    *(
+        Allowed(table, column, frozenset({"email"}), "the contact change the customer confirmed")
+        for table, column in (("customers", "email"), ("contact_changes", "new_value"))
+    ),
+)
 
 # Log records of the test's own SMTP server (standing in for the company's mail relay, which
 # receives the approved email), not of Hermes.
@@ -185,6 +201,9 @@ async def svc(
         auth="api_key",
         api_keys=[f"default:admin:{BOOTSTRAP_KEY}"],  # the demo data's tenant
         nlu_min_confidence=1.0,  # every tool stays offered, whatever the message reads as
+        # A small context, so later turns fold earlier ones into the snapshot's summary.
+        context_budget_tokens=1000,
+        context_keep_turns=1,
         mcp_config=config,
         smtp_host=sink.host,
         smtp_port=sink.port,
@@ -213,18 +232,32 @@ async def _run_the_flow(svc: LiveService, fake_llm: FakeLLMServer) -> dict[str, 
     assert session.status_code == 201, session.text
     session_id = session.json()["id"]
 
+    # The model's answers in order; a request to fold earlier turns into the running summary
+    # (the context is small) is answered apart, with the customer's details in it.
+    script: deque[Step] = deque()
+
+    def respond(request: RecordedRequest) -> Step | None:
+        if "running summary" in str(request.messages[0].get("content")):
+            return Reply(f"Customer Li Lei, phone {PHONE}, card {BANK_CARD}, asked for a refund.")
+        return script.popleft() if script else None
+
+    fake_llm.responder = respond
     ticket = f"Lost parcel; customer ID {ID_CARD}, card {BANK_CARD}, phone {PHONE}"
     email = {"to": EMAIL, "subject": "Your refund", "body": f"Card {BANK_CARD}; we call {PHONE}."}
-    fake_llm.enqueue(
-        ToolCalls(
-            ToolCall("query_order_status", {"order_id": DELIVERED_ORDER}, id="c_order"),
-            ToolCall("mcp__crm__get_env", {"name": "API_TOKEN"}, id="c_mcp"),
-        ),
-        ToolCalls(
-            ToolCall("create_ticket", {"category": "complaint", "summary": ticket}, id="c_ticket")
-        ),
-        ToolCalls(ToolCall("send_email", email, id="c_email")),
-        Reply(f"I have filed a ticket and emailed the details to {EMAIL}."),
+    script.extend(
+        (
+            ToolCalls(
+                ToolCall("query_order_status", {"order_id": DELIVERED_ORDER}, id="c_order"),
+                ToolCall("mcp__crm__get_env", {"name": "API_TOKEN"}, id="c_mcp"),
+            ),
+            ToolCalls(
+                ToolCall(
+                    "create_ticket", {"category": "complaint", "summary": ticket}, id="c_ticket"
+                )
+            ),
+            ToolCalls(ToolCall("send_email", email, id="c_email")),
+            Reply(f"I have filed a ticket and emailed the details to {EMAIL}."),
+        )
     )
     events = await stream_turn(svc.client, session_id, CUSTOMER_SAYS, decide="approve")
     assert events[-1].event == "turn.completed", [(e.event, e.data) for e in events]
@@ -234,6 +267,19 @@ async def _run_the_flow(svc: LiveService, fake_llm: FakeLLMServer) -> dict[str, 
     ), json.dumps(completed, indent=1)[:3000]
     # The MCP tool returned its secret (the sweep finds out whether it was masked).
     assert completed["c_mcp"]["result"]["data"]["result"], completed["c_mcp"]
+
+    # A change the customer confirms: the runtime reads it back (masked), they say yes, it runs.
+    change = {"field": "email", "value": EMAIL}
+    script.append(ToolCalls(ToolCall("update_contact_info", change, id="c_contact")))
+    asked = await stream_turn(svc.client, session_id, f"Change my email to {EMAIL} please.")
+    assert any(e.event == "confirmation.requested" for e in asked), [
+        (e.event, e.data) for e in asked
+    ]
+    script.append(Reply("Your email address is changed."))
+    # The MCP output left the session tainted: the change also waits for an operator.
+    confirmed = await stream_turn(svc.client, session_id, "yes", decide="approve")
+    changed = [e.data for e in confirmed if e.event == "tool.completed"]
+    assert [(c["tool"], c["status"]) for c in changed] == [("update_contact_info", "success")]
 
     memory = await svc.client.post(
         f"/v1/users/{LI_LEI}/memories", json={"key": "contact_email", "value": EMAIL}
@@ -246,6 +292,10 @@ async def _run_the_flow(svc: LiveService, fake_llm: FakeLLMServer) -> dict[str, 
     assert handoff.status_code == 202, handoff.text
     claimed = await svc.client.post(f"/v1/sessions/{session_id}/handoff/claim", headers=agent)
     assert claimed.status_code == 200, claimed.text
+    closed = await svc.client.post(
+        f"/v1/sessions/{session_id}/close", json={"disposition": "resolved"}, headers=agent
+    )
+    assert closed.status_code == 200, closed.text
     return {"managed key": managed}
 
 

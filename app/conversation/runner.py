@@ -176,10 +176,12 @@ class TurnRunner:
         if plan.summarize:  # the one part of building the context that may call a model
             compaction = await self.context.summarise(plan, snapshot, turns, extra)
             # Stored with the turn's next write (the model step, the first text), or when the
-            # turn ends, however it ends.
-            emitter.writes.hold(store_fields(turn.session_id, compaction.fields()))
+            # turn ends, however it ends; masked, like the snapshot's goal (this call's plan
+            # has the summary as the model just wrote it from the conversation).
+            folded = {**compaction.fields(), "summary": self.redactor.text(compaction.summary)}
+            emitter.writes.hold(store_fields(turn.session_id, folded))
             if snapshot is not None:
-                snapshot = replace(snapshot, **compaction.fields())
+                snapshot = replace(snapshot, **folded)
                 view.fold(snapshot)
             plan = compaction.plan
         run = TurnRun(
