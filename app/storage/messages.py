@@ -167,27 +167,19 @@ class MessageStore(Store):
         """The real arguments of this turn's calls where Hermes holds them to run them, by call
         id: an approval's (what its operator approved), a confirmed call's (what its customer
         confirmed), a side-effecting call's that started and did not end. Stored tool calls
-        are masked; a resumed turn runs these."""
+        are masked; a resumed turn runs these (a started call's last: what really began)."""
         held: dict[str, dict[str, Any]] = {}
-        rows = await self.db.fetchall(
-            "SELECT call_id, arguments_full FROM approvals WHERE turn_id = ?"
-            " AND arguments_full IS NOT NULL ORDER BY created_at",
-            (turn_id,),
-        )
-        for call_id, arguments in rows:
-            held[call_id] = json.loads(arguments)
-        rows = await self.db.fetchall(
-            "SELECT id, arguments FROM confirmations WHERE resolved_turn_id = ?"
-            " AND status = 'confirmed'",
-            (turn_id,),
-        )
-        for confirmation_id, arguments in rows:
-            held[confirmed_call_id(confirmation_id)] = json.loads(arguments)
-        rows = await self.db.fetchall(
-            "SELECT call_id, arguments FROM tool_calls WHERE turn_id = ? AND status = 'running'"
-            " AND arguments IS NOT NULL ORDER BY created_at",
-            (turn_id,),
-        )
-        for call_id, arguments in rows:
-            held[call_id] = json.loads(arguments)
+        for sql in _HELD:
+            for call_id, arguments in await self.db.fetchall(sql, (turn_id,)):
+                held[call_id] = json.loads(arguments)
         return held
+
+
+_HELD = (
+    "SELECT call_id, arguments_full FROM approvals WHERE turn_id = ?"
+    " AND arguments_full IS NOT NULL ORDER BY created_at",
+    f"SELECT '{confirmed_call_id('')}' || id, arguments FROM confirmations"
+    " WHERE resolved_turn_id = ? AND status = 'confirmed'",
+    "SELECT call_id, arguments FROM tool_calls WHERE turn_id = ? AND status = 'running'"
+    " AND arguments IS NOT NULL ORDER BY created_at",
+)
