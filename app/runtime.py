@@ -36,6 +36,7 @@ from app.llm.gateway import ChatModel
 from app.llm.local.model import LocalModelConfig
 from app.llm.masking import Redact
 from app.llm.prices import Prices
+from app.llm.pseudonyms import MaskingPolicy
 from app.llm.retry import RetryPolicy
 from app.memory import MemoryService, MemorySweeper, open_memory
 from app.nlu.cache import CachingParser
@@ -170,6 +171,11 @@ def build_model(
         ),
         local=LocalModelConfig(settings.nlu_min_confidence),
         breakers=breakers,
+        masking=MaskingPolicy.of(
+            settings.model_masking,
+            settings.model_masking_by_tenant,
+            settings.model_masking_kinds,
+        ),
     )
     return build_chain(
         [primary, *fallbacks],

@@ -25,6 +25,10 @@ ENV_PREFIX = "HERMES_"
 
 CommaList = Annotated[list[str], NoDecode]
 
+# HERMES_MODEL_MASKING's modes and the kinds of value it covers (app.llm.pseudonyms).
+MASKING_MODES = ("off", "mask", "pseudonymise")
+MASKING_KINDS = ("phone", "email", "id_card", "bank_card")
+
 # HERMES_PUBLIC_PATHS' names: the routes that need no key only when listed.
 PUBLIC_PATH_NAMES = ("healthz", "metrics", "docs", "openapi.json", "redoc")
 
@@ -87,6 +91,13 @@ class Settings(BaseSettings):
     temperature_tools: float = Field(0.1, ge=0, le=2)
     temperature_text: float = Field(0.7, ge=0, le=2)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    # What a remote model (any but hermes/local) sees of the values below: `pseudonymise`
+    # (tokens the runtime reads back, so tools get the real value), `mask` or `off`.
+    model_masking: Literal["off", "mask", "pseudonymise"] = "pseudonymise"
+    # Per-tenant modes, each "tenant:mode"; tenants not listed get model_masking.
+    model_masking_tenants: CommaList = Field(default_factory=list)
+    # The kinds of value the policy covers: any of phone, email, id_card, bank_card.
+    model_masking_kinds: CommaList = Field(default_factory=lambda: list(MASKING_KINDS))
 
     # -- turns and sessions ---------------------------------------------------------------------
     max_tool_rounds: int = Field(8, ge=1, le=64)
@@ -236,6 +247,8 @@ class Settings(BaseSettings):
         "demo_tenants",
         "public_paths",
         "model_prices",
+        "model_masking_tenants",
+        "model_masking_kinds",
         mode="before",
     )
     @classmethod
@@ -295,6 +308,29 @@ class Settings(BaseSettings):
                 raise ValueError("API keys must be at least 16 characters")
         return value
 
+    @field_validator("model_masking_tenants")
+    @classmethod
+    def _masking_tenants_shape(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            tenant, sep, mode = entry.rpartition(":")
+            if not sep or not tenant.strip() or mode.strip() not in MASKING_MODES:
+                raise ValueError(
+                    "each entry must be 'tenant:mode' with mode off, mask or pseudonymise,"
+                    f" got {entry!r}"
+                )
+        return value
+
+    @property
+    def model_masking_by_tenant(self) -> dict[str, str]:
+        """Tenant -> masking mode, for the tenants HERMES_MODEL_MASKING_TENANTS names."""
+        pairs = (entry.rpartition(":") for entry in self.model_masking_tenants)
+        return {tenant.strip(): mode.strip() for tenant, _, mode in pairs}
+
+    @field_validator("model_masking_kinds")
+    @classmethod
+    def _masking_kinds_known(cls, value: list[str]) -> list[str]:
+        return _only(value, MASKING_KINDS, "kind")
+
     @field_validator("model_prices")
     @classmethod
     def _prices_shape(cls, value: list[str]) -> list[str]:
@@ -319,10 +355,7 @@ class Settings(BaseSettings):
     @field_validator("public_paths")
     @classmethod
     def _known_public_paths(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in PUBLIC_PATH_NAMES]
-        if unknown:
-            raise ValueError(f"unknown {unknown[0]!r} (any of {', '.join(PUBLIC_PATH_NAMES)})")
-        return value
+        return _only(value, PUBLIC_PATH_NAMES)
 
     @field_validator("auth_secret", "key_pepper", "jwt_secret", mode="before")
     @classmethod
@@ -362,6 +395,15 @@ class Settings(BaseSettings):
         if config_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
+
+
+def _only(value: list[str], known: tuple[str, ...], what: str = "") -> list[str]:
+    """`value` if each of its entries is `known`; else a ValueError naming the first that isn't."""
+    unknown = [entry for entry in value if entry not in known]
+    if unknown:
+        label = f"{what} " if what else ""
+        raise ValueError(f"unknown {label}{unknown[0]!r} (any of {', '.join(known)})")
+    return value
 
 
 def _price(entry: str) -> tuple[str, tuple[float, float]]:

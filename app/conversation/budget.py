@@ -14,7 +14,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -277,16 +277,30 @@ def extractive_summary(
 
 
 class Summarizer(Protocol):
-    """Folds turns into the running summary; a model-backed one plugs in here."""
+    """Folds turns into the running summary; a model-backed one plugs in here. `scope` says
+    whose conversation it is (`tenant_id`, `session_id`): a model call carries it in its
+    metadata, so the tenant's masking policy applies to it."""
 
     async def summarize(
-        self, previous: str, turns: Sequence[ContextTurn], *, max_tokens: int, version: int
+        self,
+        previous: str,
+        turns: Sequence[ContextTurn],
+        *,
+        max_tokens: int,
+        version: int,
+        scope: Mapping[str, str] | None = None,
     ) -> str: ...
 
 
 class ExtractiveSummarizer:
     async def summarize(
-        self, previous: str, turns: Sequence[ContextTurn], *, max_tokens: int, version: int
+        self,
+        previous: str,
+        turns: Sequence[ContextTurn],
+        *,
+        max_tokens: int,
+        version: int,
+        scope: Mapping[str, str] | None = None,
     ) -> str:
         return extractive_summary(previous, turns, max_tokens=max_tokens, version=version)
 
@@ -308,7 +322,13 @@ class ModelSummarizer:
         self.temperature = temperature
 
     async def summarize(
-        self, previous: str, turns: Sequence[ContextTurn], *, max_tokens: int, version: int
+        self,
+        previous: str,
+        turns: Sequence[ContextTurn],
+        *,
+        max_tokens: int,
+        version: int,
+        scope: Mapping[str, str] | None = None,
     ) -> str:
         transcript = "\n".join(_turn_line(t) for t in turns)
         request = ModelRequest(
@@ -319,6 +339,7 @@ class ModelSummarizer:
             phase="planning",
             temperature=self.temperature,
             max_tokens=max_tokens,
+            metadata=dict(scope or {}),
         )
         header = f"Summary v{version} (model, through turn {max(t.number for t in turns)}):"
         try:
@@ -345,6 +366,7 @@ async def fold(
     turns: Sequence[ContextTurn],
     summarizer: Summarizer,
     config: BudgetConfig | None = None,
+    scope: Mapping[str, str] | None = None,
 ) -> Folded:
     """Apply a plan's fold: the new summary, its version, the watermark, the turns left."""
     if not plan.fold:
@@ -352,7 +374,7 @@ async def fold(
     cfg = config or BudgetConfig()
     folding = [t for t in turns if t.number in plan.fold]
     text = await summarizer.summarize(
-        summary, folding, max_tokens=cfg.summary_tokens, version=plan.summary_version
+        summary, folding, max_tokens=cfg.summary_tokens, version=plan.summary_version, scope=scope
     )
     through = max(plan.fold)
     return Folded(text, plan.summary_version, through, [t for t in turns if t.number > through])

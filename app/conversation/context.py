@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, cast
@@ -171,11 +172,12 @@ class ContextBuilder:
         snapshot: Snapshot | None,
         turns: list[ContextTurn],
         extra: list[ChatMessage],
+        scope: Mapping[str, str] | None = None,
     ) -> Compaction:
-        """Fold the turns `plan` names into the summary (the summarizer may call a model) and
-        plan again over the turns left."""
+        """Fold the turns `plan` names into the summary (the summarizer may call a model, with
+        `scope`: the tenant and session) and plan again over the turns left."""
         summary = snapshot.summary if snapshot else ""
-        folded = await fold(plan, summary, turns, self.summarizer, self.config)
+        folded = await fold(plan, summary, turns, self.summarizer, self.config, scope)
         log.info(
             "folded turns up to %d into summary v%d",
             folded.summarized_turns,

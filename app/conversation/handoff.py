@@ -214,7 +214,12 @@ class HandoffDesk:
                 messages.append({"role": "assistant", "content": m.content or ""})
         reply = await collect(
             self.model.stream(
-                ModelRequest(messages=messages, phase="text", max_tokens=self.max_tokens)
+                ModelRequest(
+                    messages=messages,
+                    phase="text",
+                    max_tokens=self.max_tokens,
+                    metadata={"tenant_id": principal.tenant_id, "session_id": session_id},
+                )
             )
         )
         last_customer = next((m.id for m in reversed(recent) if m.role == "user"), None)

@@ -210,7 +210,12 @@ class AgentLoop:
             phase="tools" if tools else "text",
             temperature=self.limits.temperature_tools if tools else self.limits.temperature_text,
             max_tokens=self.limits.max_tokens,
-            metadata={"session_id": run.scope.session_id, "turn_id": run.scope.turn_id},
+            # Whose conversation it is: the tenant's masking policy applies to a remote model.
+            metadata={
+                "tenant_id": run.scope.tenant_id,
+                "session_id": run.scope.session_id,
+                "turn_id": run.scope.turn_id,
+            },
         )
 
         async def on_text(piece: str) -> None:

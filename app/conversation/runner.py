@@ -174,7 +174,13 @@ class TurnRunner:
         confirmed = [answer.call] if answer is not None and answer.call is not None else []
         plan = self.context.plan(snapshot, turns, extra)
         if plan.summarize:  # the one part of building the context that may call a model
-            compaction = await self.context.summarise(plan, snapshot, turns, extra)
+            compaction = await self.context.summarise(
+                plan,
+                snapshot,
+                turns,
+                extra,
+                {"tenant_id": turn.tenant_id, "session_id": turn.session_id},
+            )
             # Stored with the turn's next write (the model step, the first text), or when the
             # turn ends, however it ends; masked, like the snapshot's goal (this call's plan
             # has the summary as the model just wrote it from the conversation).

@@ -3,6 +3,8 @@
 `hermes/local` answers in-process; OpenAI-compatible models go through the direct client, one
 HTTP client per server shared by the models behind it; the rest through LiteLLM, which is
 imported here only when such a model is configured (see `app.llm.catalog` for the rule).
+Every model but `hermes/local` is behind the masking policy, when one is active
+(`app.llm.masked`): their requests leave the process.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from app.llm.chain import ChainLink, ModelChain
 from app.llm.clients import ModelClients
 from app.llm.gateway import ChatModel
 from app.llm.local.model import LocalModel, LocalModelConfig
+from app.llm.masked import MaskedModel
 from app.llm.masking import Redact
 from app.llm.openai_compat import OpenAICompatModel
+from app.llm.pseudonyms import MaskingPolicy
 from app.llm.retry import RetryPolicy
 from app.nlu.types import Parser
 from app.resilience.breaker import BreakerFactory, BreakerPolicy
@@ -32,6 +36,8 @@ class ChainOptions:
     )
     local: LocalModelConfig = field(default_factory=LocalModelConfig)
     breakers: BreakerFactory | None = None  # where breaker state lives; None: in this process
+    # What remote models may see of phones, emails, ID and bank cards; None: everything.
+    masking: MaskingPolicy | None = None
 
 
 def build_chain(
@@ -61,6 +67,8 @@ def build_chain(
                 from app.llm.litellm_gateway import LiteLLMModel
 
                 model = LiteLLMModel(config, timeout_s=options.timeout_s)
+        if not isinstance(path, Local) and options.masking is not None and options.masking.active:
+            model = MaskedModel(model, options.masking)
         links.append(ChainLink(config.model, model))
     return ModelChain(
         links,

@@ -23,7 +23,15 @@ from dataclasses import dataclass, replace
 
 from app.errors import InternalError
 from app.llm.failures import ModelFailure, ModelsFailed, as_failure
-from app.llm.gateway import Attempt, ChatModel, ModelRequest, ModelRoute, StreamEnd, StreamItem
+from app.llm.gateway import (
+    Attempt,
+    ChatModel,
+    ModelRequest,
+    ModelRoute,
+    StreamEnd,
+    StreamItem,
+    close_stream,
+)
 from app.llm.masking import Redact
 from app.llm.retry import RetryPolicy
 from app.resilience.breaker import (
@@ -182,12 +190,12 @@ class ModelChain:
             try:
                 first = await self._next(source, link.name)
             except asyncio.CancelledError:
-                await _close(source)
+                await close_stream(source)
                 if link.breaker is not None:
                     await link.breaker.release()
                 raise
             except Exception as exc:
-                await _close(source)
+                await close_stream(source)
                 last = as_failure(exc, link.name)
                 opened = await self._judge(link, last) is BreakerState.OPEN
                 raise last from None
@@ -224,7 +232,7 @@ class ModelChain:
             if not ended:
                 yield StreamEnd(route=route)
         finally:
-            await _close(source)
+            await close_stream(source)
 
     async def _interrupted(
         self, link: _Link, cause: ModelFailure, route: ModelRoute
@@ -267,9 +275,3 @@ class ModelChain:
             log.warning("model %s breaker closed: the model answers again", name)
         else:
             log.info("model %s breaker half-open: the next call probes it", name)
-
-
-async def _close(source: AsyncIterator[StreamItem]) -> None:
-    aclose = getattr(source, "aclose", None)
-    if aclose is not None:
-        await aclose()

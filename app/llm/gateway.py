@@ -100,6 +100,13 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
+async def close_stream(stream: AsyncIterator[StreamItem]) -> None:
+    """Close a model's stream early (its connection goes back or is dropped), if it can be."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 async def tap_route(
     stream: AsyncIterator[StreamItem], seen: list[ModelRoute]
 ) -> AsyncIterator[StreamItem]:

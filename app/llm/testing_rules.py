@@ -21,7 +21,9 @@ from app.llm.testing import RecordedRequest, Reply, Step, ToolCall, ToolCalls
 # Not the 12 digits inside a tracking number such as JD001234567890.
 ORDER_ID = re.compile(r"(?<![A-Za-z0-9])\d{12}(?![A-Za-z0-9])")
 TRACKING_NUMBER = re.compile(r"(?<![A-Z0-9])[A-Z]{2}\d{9,12}[A-Z]{0,2}(?![A-Z0-9])")
-PHONE = re.compile(r"(?<![\d+])(?:1\d{10}|\+\d{8,15})(?!\d)")
+# A number, or the token that stands for one under HERMES_MODEL_MASKING=pseudonymise (passed
+# on as it is: the runtime puts the number back before the tool runs).
+PHONE = re.compile(r"(?<![\d+])(?:1\d{10}|\+\d{8,15})(?!\d)|«PHONE_[A-Z2-9]{4,10}»")
 COMPLAINT = re.compile(r"complain|投诉", re.IGNORECASE)
 PASSWORD = re.compile(r"password|log ?in|密码|登录", re.IGNORECASE)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -213,3 +214,27 @@ async def test_model_summarizer_uses_the_model_and_falls_back_offline():
 )  # fmt: skip
 def test_anchor_detection(text: str, anchor: bool):
     assert is_anchor(text) is anchor
+
+
+async def test_a_model_summary_carries_its_scope_so_the_tenants_masking_applies():
+    from app.llm.masked import MaskedModel
+    from app.llm.pseudonyms import KINDS, MaskingPolicy
+
+    phone = "13812345678"
+    turns = [turn(1, f"请打 {phone} 联系我"), turn(2, CONSTRAINT)]
+    model = ScriptedLLM()
+    policy = MaskingPolicy.of("off", {"acme": "pseudonymise"}, KINDS)
+    summarizer = ModelSummarizer(MaskedModel(model, policy))
+    scope = {"tenant_id": "acme", "session_id": "ses_1"}
+    await summarizer.summarize("", turns, max_tokens=300, version=1, scope=scope)
+    sent = model.requests[0]
+    assert sent.metadata == scope
+    tokens = re.findall(r"«PHONE_[A-Z2-9]+»", sent.messages[-1]["content"])
+    assert len(tokens) == 1 and phone not in sent.messages[-1]["content"]
+    # The model names the number by its token; the stored summary has the number.
+    model.enqueue(Reply(f"用户电话 {tokens[0]}"))
+    text = await summarizer.summarize("", turns, max_tokens=300, version=1, scope=scope)
+    assert text.endswith(f"用户电话 {phone}")
+    # Another tenant's summary (policy off) goes as it is.
+    await summarizer.summarize("", turns, max_tokens=300, version=1, scope={"tenant_id": "x"})
+    assert phone in model.requests[-1].messages[-1]["content"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.conversation.budget import BudgetConfig, ContextTurn, ExtractiveSummarizer
 from app.conversation.context import (
@@ -66,7 +66,13 @@ class CountingSummarizer:
         self.calls = 0
 
     async def summarize(
-        self, previous: str, turns: Sequence[ContextTurn], *, max_tokens: int, version: int
+        self,
+        previous: str,
+        turns: Sequence[ContextTurn],
+        *,
+        max_tokens: int,
+        version: int,
+        scope: Mapping[str, str] | None = None,
     ) -> str:
         self.calls += 1
         return await ExtractiveSummarizer().summarize(
