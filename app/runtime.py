@@ -276,7 +276,9 @@ def background(
     stack.push_async_callback(stop)
 
 
-def build_budgets(settings: Settings, db: Database, limiter: RateLimiter) -> Budgets:
+def build_budgets(
+    settings: Settings, db: Database, limiter: RateLimiter, prices: Prices
+) -> Budgets:
     return Budgets(
         Caps(
             turn_tokens=settings.budget_turn_tokens,
@@ -288,7 +290,7 @@ def build_budgets(settings: Settings, db: Database, limiter: RateLimiter) -> Bud
             turn_rate_per_minute=settings.turn_rate_per_minute,
         ),
         UsageStore(db),
-        Prices(settings.model_price_table),
+        prices,
         limiter,
     )
 
@@ -333,10 +335,7 @@ async def _sweep_idle(conversation: ConversationService, settings: Settings) -> 
 async def open_runtime(
     settings: Settings, *, model: ChatModel | None = None
 ) -> AsyncIterator[Runtime]:
-    metrics.configure(
-        max_tenants=settings.metrics_max_tenants,
-        prices={m: metrics.Price(*p) for m, p in settings.model_price_table.items()},
-    )
+    metrics.configure(max_tenants=settings.metrics_max_tenants)
     async with contextlib.AsyncExitStack() as stack:
         # Shared rate limits and breakers (HERMES_REDIS_URL): Redis must answer at start-up.
         shared = await open_shared_redis(settings.shared_redis_url, settings.redis_prefix)
@@ -415,6 +414,7 @@ async def open_runtime(
             settings, registry, db, approvals, bus, stores.confirmations, services, shared
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
+        prices = Prices(settings.model_price_table)
         loop = AgentLoop(
             model,
             executor,
@@ -425,9 +425,10 @@ async def open_runtime(
                 temperature_text=settings.temperature_text,
             ),
             model_label=settings.model,
+            prices=prices,
         )
-        budgets = build_budgets(settings, db, executor.guards.limiter)
-        # With a cost cap, the configured models' prices are looked up now, not on a first turn.
+        budgets = build_budgets(settings, db, executor.guards.limiter, prices)
+        # The configured models' prices are looked up now, not on a first turn.
         background(stack, budgets.warm([settings.model, *settings.fallback_models]), "prices")
         leases = SessionLeases(
             LeaseStore(db, bus.publish),

@@ -90,16 +90,14 @@ class TurnMeter:
     tenant's counts as they were when the turn started."""
 
     config: Caps
-    prices: Prices
     used: Usage
     session: Usage
     tenant: Usage
 
-    async def add(self, reply: ModelReply, model: str) -> None:
+    def add(self, reply: ModelReply, cost: float) -> None:
+        """One answered call, priced by the loop (the same price its metric counts)."""
         self.used.tokens += reply.prompt_tokens + reply.completion_tokens
-        if self.config.priced:
-            price = await self.prices.of(model)
-            self.used.cost += price.of(reply.prompt_tokens, reply.completion_tokens)
+        self.used.cost += cost
 
     def check(self) -> None:
         """Before the next model call: `BudgetExceeded` if a cap is reached."""
@@ -151,9 +149,8 @@ class Budgets:
         """A running turn's meter; `used` is the turn's own count, kept by its caller (so that
         a turn that fails still stores what it used)."""
         session, tenant = await self._counts(tenant_id, session_id, time.time())
-        return TurnMeter(self.config, self.prices, used, session, tenant)
+        return TurnMeter(self.config, used, session, tenant)
 
     async def warm(self, models: list[str]) -> None:
-        """With a cost cap, price the configured models at start-up, not on a first turn."""
-        if self.config.priced:
-            await self.prices.warm(models)
+        """Price the configured models at start-up, not on a first turn."""
+        await self.prices.warm(models)

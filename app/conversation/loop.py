@@ -24,6 +24,7 @@ from app.llm.gateway import (
     tap_route,
 )
 from app.llm.messages import ChatMessage
+from app.llm.prices import Prices
 from app.observability import metrics
 from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
@@ -131,11 +132,14 @@ class AgentLoop:
         executor: ToolExecutor,
         limits: LoopLimits,
         model_label: str = "model",
+        prices: Prices | None = None,
     ) -> None:
         self.model = model
         self.executor = executor
         self.limits = limits
         self.model_label = model_label
+        # One price per answered call, for its cost metric and the turn's budget alike.
+        self.prices = prices if prices is not None else Prices()
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
@@ -241,12 +245,14 @@ class AgentLoop:
             raise
         route = routes[-1] if routes else None
         answered_by = route.answered_by if route and route.answered_by else self.model_label
+        price = await self.prices.of(answered_by)
+        cost = price.of(reply.prompt_tokens, reply.completion_tokens)
         metrics.model_called(
-            answered_by, "success", seconds, reply.prompt_tokens, reply.completion_tokens
+            answered_by, "success", seconds, reply.prompt_tokens, reply.completion_tokens, cost
         )
         await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
         if run.meter is not None:
-            await run.meter.add(reply, answered_by)
+            run.meter.add(reply, cost)
         return reply
 
     async def _execute(

@@ -69,8 +69,9 @@ LLM_TOKENS = Counter(
 )
 LLM_COST = Counter(
     "hermes_llm_cost_usd_total",
-    "What answered model calls cost in US dollars, by model, at HERMES_MODEL_PRICES (0 for a"
-    " model without a price, such as hermes/local).",
+    "What answered model calls cost in US dollars, by model: at HERMES_MODEL_PRICES, else"
+    " LiteLLM's bundled price map (0 for a model in neither, such as hermes/local); the prices"
+    " the cost budgets use.",
     ["model"],
     registry=REGISTRY,
 )
@@ -131,20 +132,11 @@ STUCK_STEPS = Counter(
 )
 
 
-@dataclass(frozen=True)
-class Price:
-    """US dollars per million tokens."""
-
-    prompt: float
-    completion: float
-
-
 class _Labels:
     """What this process's metrics were configured with (by the runtime, from settings)."""
 
     def __init__(self) -> None:
         self.max_tenants = 50
-        self.prices: dict[str, Price] = {}
         self._tenants: set[str] = set()
         self._lock = threading.Lock()
 
@@ -161,11 +153,10 @@ class _Labels:
 _LABELS = _Labels()
 
 
-def configure(*, max_tenants: int, prices: dict[str, Price]) -> None:
+def configure(*, max_tenants: int) -> None:
     """Set by the runtime at start-up; the tenants seen so far are forgotten."""
     with _LABELS._lock:
         _LABELS.max_tenants = max_tenants
-        _LABELS.prices = dict(prices)
         _LABELS._tenants.clear()
 
 
@@ -176,16 +167,20 @@ def turn_finished(tenant_id: str, status: str, seconds: float) -> None:
 
 
 def model_called(
-    model: str, outcome: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0
+    model: str,
+    outcome: str,
+    seconds: float,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    cost: float = 0.0,
 ) -> None:
-    """One model call; tokens and cost only for one that answered."""
+    """One model call; tokens and cost (as `app.llm.prices` priced it) only for one that
+    answered."""
     LLM_SECONDS.labels(model=model, outcome=outcome).observe(seconds)
     if outcome != "success":
         return
     LLM_TOKENS.labels(model=model, kind="prompt").inc(prompt_tokens)
     LLM_TOKENS.labels(model=model, kind="completion").inc(completion_tokens)
-    price = _LABELS.prices.get(model, Price(0.0, 0.0))
-    cost = (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
     LLM_COST.labels(model=model).inc(cost)
 
 

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
+from app.llm.prices import Prices
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.observability import metrics
 from app.testing import LiveService, serve, stream_turn
@@ -131,3 +132,25 @@ async def test_every_declared_family_has_samples_and_a_few_turns_move_them(
                 status="completed") == 1  # fmt: skip
     assert grew("hermes_turn_first_delta_seconds", "hermes_turn_first_delta_seconds_count") == 2
     assert grew("hermes_db_commits", "hermes_db_commits_total") >= 2
+
+
+async def test_a_model_without_a_configured_price_is_costed_from_the_price_map(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    # No HERMES_MODEL_PRICES: the metric prices the call as the cost budgets do, from LiteLLM's
+    # bundled map (the one price per answered call, app/llm/prices.py).
+    model = "openai/gpt-4o-mini"
+    price = await Prices().of(model)
+    assert price.input > 0 and price.output > 0  # the map knows it
+    async with serve(make_settings(model=model, public_paths=["healthz", "metrics"])) as svc:
+        before = scrape((await svc.client.get("/metrics")).text)
+        fake_llm.enqueue(Reply("Hello.", usage=(1000, 200)))
+        session = await svc.client.post("/v1/sessions", json={"user_id": "u1"})
+        answered = await svc.client.post(
+            f"/v1/sessions/{session.json()['id']}/messages", json={"content": "hi"}
+        )
+        assert answered.status_code == 200, answered.text
+        after = scrape((await svc.client.get("/metrics")).text)
+    at = ("hermes_llm_cost_usd_total", (("model", model),))
+    cost = after["hermes_llm_cost_usd"][at] - before.get("hermes_llm_cost_usd", {}).get(at, 0.0)
+    assert cost == pytest.approx(price.of(1000, 200))
