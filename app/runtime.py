@@ -461,6 +461,7 @@ async def open_runtime(
                     step_queue_max_depth=settings.step_queue_max_depth,
                     ask_user_timeout_s=settings.ask_user_timeout_s,
                     context_cache_sessions=settings.context_cache_sessions,
+                    context_cache_messages=settings.context_cache_messages,
                     delta_flush_s=settings.delta_flush_ms / 1000,
                 ),
                 limits=TurnLimits(

@@ -120,6 +120,10 @@ class Settings(BaseSettings):
     # Sessions whose history stays in memory between turns (each holds at most
     # context_max_messages messages); 0 reads every turn's history from the database.
     context_cache_sessions: int = Field(512, ge=0)
+    # ...and all of them together at most this many messages (at least context_max_messages,
+    # so one session's window always fits): the cache's memory is bounded by messages, not
+    # only by sessions, however long the sessions get.
+    context_cache_messages: int = Field(20000, ge=10)
     # Streamed text is stored and sent as one message.delta at most this often (the first
     # piece of a reply at once); 0 stores every piece as its own event.
     delta_flush_ms: float = Field(50.0, ge=0, le=1000)

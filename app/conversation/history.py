@@ -18,7 +18,8 @@ unanswered question) is found by primary key: `watermark` is a key below which e
 the turns up to `through` is in the view, or outside its window for good.
 
 Memory is bounded: at most `max_sessions` views (least recently used go first), each holding at
-most `max_messages` messages.
+most `max_messages` messages, and all of them together at most `max_total_messages` (else
+long sessions would fill `max_sessions` windows of `max_messages` each).
 """
 
 from __future__ import annotations
@@ -173,12 +174,16 @@ class SessionHistory:
         *,
         max_messages: int = 1000,
         max_sessions: int = 512,
+        max_total_messages: int = 20000,
     ) -> None:
         self.messages = messages
         self.snapshots = snapshots
         self.max_messages = max_messages
         self.max_sessions = max_sessions
+        # Never below one window: the view just kept must fit.
+        self.max_total_messages = max(max_total_messages, max_messages)
         self._views: OrderedDict[str, SessionView] = OrderedDict()
+        self._cached = 0  # messages in the kept views (not the open ones)
         self._open: dict[str, SessionView] = {}
         # For tests and benches: turns that read only what was new, turns that rebuilt from
         # the database, and how many messages they read in all.
@@ -189,9 +194,20 @@ class SessionHistory:
     def __len__(self) -> int:
         return len(self._views)
 
+    @property
+    def cached_messages(self) -> int:
+        """Messages held by the kept views (those of running turns not counted)."""
+        return self._cached
+
+    def _take(self, session_id: str) -> SessionView | None:
+        view = self._views.pop(session_id, None)
+        if view is not None:
+            self._cached -= view._count
+        return view
+
     async def open(self, turn: Turn) -> SessionView:
         """The session's view for `turn`, brought up to date; the turn owns it until `keep`."""
-        view = self._views.pop(turn.session_id, None)
+        view = self._take(turn.session_id)
         if view is None or turn.resume_from_step or turn.number <= view.through:
             view = await self._rebuild(turn)
             self.rebuilds += 1
@@ -241,9 +257,12 @@ class SessionHistory:
             view.watermark = max(view.watermark, *(m.pk for m in view.written))
         view.written = []
         view.trim(self.max_messages)
+        self._take(view.session_id)  # (none: the view was taken when the turn opened it)
         self._views[view.session_id] = view
-        while len(self._views) > self.max_sessions:
-            self._views.popitem(last=False)
+        self._cached += view._count
+        while len(self._views) > self.max_sessions or self._cached > self.max_total_messages:
+            _, evicted = self._views.popitem(last=False)
+            self._cached -= evicted._count
 
     def release(self, view: SessionView) -> None:
         """The turn did not complete: drop its view; the next turn rebuilds from the database."""
@@ -251,5 +270,5 @@ class SessionHistory:
             del self._open[view.session_id]
 
     def forget(self, session_id: str) -> None:
-        self._views.pop(session_id, None)
+        self._take(session_id)
         self._open.pop(session_id, None)

@@ -48,6 +48,7 @@ class RunnerConfig:
     max_messages: int = 1000
     step_queue_max_depth: int = 50
     context_cache_sessions: int = 512
+    context_cache_messages: int = 20000
     delta_flush_s: float = 0.05
     ask_user_timeout_s: float = 300.0
 
@@ -95,6 +96,7 @@ class TurnRunner:
             snapshots,
             max_messages=config.max_messages,
             max_sessions=config.context_cache_sessions,
+            max_total_messages=config.context_cache_messages,
         )
         self.memory = memory
         self.confirmations = confirmations

@@ -198,6 +198,37 @@ async def test_evicted_sessions_rebuild_and_memory_stays_bounded(
         assert history_of(svc).rebuilds == 12 and history_of(svc).hits == 0
 
 
+async def test_the_cache_holds_at_most_its_total_of_messages_however_long_the_sessions(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    # Room for many sessions but only 20 messages in all (a turn stores 2): long sessions evict
+    # the least recently used ones instead of filling every session's window.
+    cached = settings_for(
+        make_settings, "small", context_max_messages=10, context_cache_messages=20
+    )
+    async with (
+        serve(settings_for(make_settings, "rebuilt", context_cache_sessions=0)) as ref,
+        serve(cached) as svc,
+    ):
+        history = history_of(svc)
+        pairs = [(await new_session(svc), await new_session(ref)) for _ in range(3)]
+        for i in range(4):
+            for n, (session_id, ref_session) in enumerate(pairs):
+                step = say(f"session {n} turn {i}", Reply(f"reply {n}.{i}"))
+                assert await play(fake_llm, svc, session_id, step) == await play(
+                    fake_llm, ref, ref_session, step
+                )
+                assert 0 < history.cached_messages <= 20
+                held = sum(len(v.all_messages()) for v in history._views.values())
+                assert held == history.cached_messages
+        # By the third round each session's window (6+ messages) no longer fits beside two
+        # others: turns rebuild, yet the model saw what the reference saw throughout.
+        assert history.rebuilds > 3
+        for session_id, _ in pairs:
+            history.forget(session_id)
+        assert history.cached_messages == 0 and len(history) == 0
+
+
 async def test_a_turn_reads_only_the_messages_it_lacks(
     service: LiveService, fake_llm: FakeLLMServer
 ) -> None:
