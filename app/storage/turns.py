@@ -32,12 +32,15 @@ class Accepted:
 
 
 def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
-    """Store what the NLU made of the user's message on it, and announce it."""
+    """Store what the NLU made of the user's message on it, and announce it. The message keeps
+    the record without its `ranking` (the runners-up, read by nobody after the turn; the
+    announcement carries them): every turn's user message is stored for the longest."""
+    kept = {k: v for k, v in data.items() if k != "ranking"}
     if tx.dialect == "postgres":
         sql = "UPDATE messages SET metadata = jsonb_set(metadata, '{nlu}', ?::jsonb) WHERE id = ?"
     else:
         sql = "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?"
-    tx.execute(sql, (dumps(data), turn.user_message_id))
+    tx.execute(sql, (dumps(kept), turn.user_message_id))
     tx.emit(
         turn.session_id,
         turn.tenant_id,
