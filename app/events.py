@@ -151,17 +151,12 @@ def message_completed(
     return NewEvent(EventType.MESSAGE_COMPLETED, data, turn_id)
 
 
-def superseded(type: EventType, data: dict[str, Any]) -> dict[str, Any]:
-    """What a superseded event of a completed turn keeps once its final message is stored: a
-    `message.delta` keeps an empty `text` (`message.completed` carries the whole reply), a
-    `step.updated` that a later one of the same step replaced keeps `step_id` and `status`.
-    The row and its sequence number stay (replay stays gap-free); only the payload shrinks.
-    `data` is the stored payload (without the turn id, which the row carries)."""
-    if type == EventType.MESSAGE_DELTA:
-        return {"text": ""}
-    if type == EventType.STEP_UPDATED:
-        return {"step_id": data["step_id"], "status": data["status"]}
-    raise ValueError(f"{type} is never superseded")
+# What a superseded event of a completed turn keeps once its final message is stored: every
+# `message.delta` an empty `text` (`message.completed` carries the whole reply), each step's
+# `step.updated` but its last only these keys (in this order). The row and its sequence number
+# stay (replay stays gap-free); only the payload shrinks (app/storage/events.py).
+SUPERSEDED_DELTA: dict[str, Any] = {"text": ""}
+SUPERSEDED_STEP_KEYS = ("step_id", "status")
 
 
 # -- steps and tools ------------------------------------------------------------------------------
