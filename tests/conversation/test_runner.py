@@ -83,8 +83,9 @@ async def test_a_plain_turn_costs_a_bounded_number_of_writes_reads_and_events(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
     # A long flush interval: the reply's pieces always coalesce the same way, however slowly
-    # this machine streams them.
-    async with serve(make_settings(delta_flush_ms=1000)) as svc:
+    # this machine streams them. The lease sweep (two reads a second, not the turn's) is held
+    # off, or a slow machine counts it inside a turn.
+    async with serve(make_settings(delta_flush_ms=1000, session_lease_sweep_s=3600)) as svc:
         session_id = await new_session(svc)
         costs = [await turn_cost(svc, session_id, f"hello number {i}") for i in range(25)]
         scraped_before = await scrape(svc)
@@ -107,7 +108,7 @@ async def test_a_plain_turn_costs_a_bounded_number_of_writes_reads_and_events(
 async def test_an_order_status_turn_costs_a_bounded_number_of_writes_reads_and_events(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
-    async with serve(make_settings(delta_flush_ms=1000)) as svc:
+    async with serve(make_settings(delta_flush_ms=1000, session_lease_sweep_s=3600)) as svc:
         session_id = await new_session(svc, user_id=LI_LEI)
         costs = []
         for _ in range(3):
