@@ -151,22 +151,12 @@ async def test_coalesced_text_replays_exactly_once(
         {"turn_id": deltas[0].data["turn_id"], "text": ""}
     ]
     assert [e.data["text"] for e in resumed if e.event == "message.completed"] == [WORDS]
-
-
-async def test_finished_turn_replays_superseded_events_short(
-    service: LiveService, fake_llm: FakeLLMServer
-) -> None:
-    # Replay of a finished turn: every event once, in order, under its live id; the deltas
-    # are empty, each step's earlier states are {turn_id, step_id, status}, its last is whole.
-    fake_llm.enqueue(Reply(WORDS))
-    session_id = await new_session(service)
-    live = await stream_turn(service.client, session_id, "count to twelve")
+    # From the start: each step's earlier states are {turn_id, step_id, status}, its last whole.
     async with service.client.stream(
         "GET", f"/v1/sessions/{session_id}/events", headers={"Last-Event-ID": "0"}
     ) as response:
         replayed = [e async for e in read_events(response, until="turn.completed")]
-    replayed = replayed[len(replayed) - len(live) :]
-    assert replay_of(live) == [(e.id, e.event, e.data) for e in replayed]
-    assert any(e.event == "message.delta" and e.data["text"] for e in live)
-    steps = [e for e in live if e.event == "step.updated"]
+    replayed = replayed[len(replayed) - len(everything) :]
+    assert replay_of(everything) == [(e.id, e.event, e.data) for e in replayed]
+    steps = [e for e in everything if e.event == "step.updated"]
     assert len({e.data["step_id"] for e in steps}) < len(steps)  # some state was superseded
