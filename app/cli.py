@@ -1,5 +1,6 @@
-"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, the NLU tools,
-`hermes eval`, `hermes chat` (a terminal client) and `hermes keys`."""
+"""The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, `hermes export`
+(what the retention purge will delete), the NLU tools, `hermes eval`, `hermes chat` (a
+terminal client) and `hermes keys`."""
 
 from __future__ import annotations
 
@@ -98,6 +99,56 @@ def _migrate_sqlite_to_postgres(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    """Every row the retention purge will have deleted by `--ahead-days` from now, as JSON
+    lines `{"table": …, "row": {…}}`, read from the configured database (a live one too)."""
+    import asyncio
+    import json
+    import time
+    from collections import Counter
+
+    from app.errors import ConfigError, HermesError
+    from app.settings import load_settings
+    from app.storage.engine import open_database
+    from app.storage.export import rows_due
+    from app.storage.purge import DAY, RetentionPolicy
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 2
+    when = time.time() + args.ahead_days * DAY
+    counts: Counter[str] = Counter()
+
+    async def export(out: Any) -> None:
+        db = await open_database(settings)
+        try:
+            policy = RetentionPolicy.from_settings(settings)
+            async for table, row in rows_due(db, policy, when, args.tenant):
+                out.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
+                counts[table] += 1
+        finally:
+            await db.close()
+
+    try:
+        if args.out == "-":
+            asyncio.run(export(sys.stdout))
+        else:
+            with open(args.out, "w", encoding="utf-8") as out:
+                asyncio.run(export(out))
+    except HermesError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return 1
+    for table, n in sorted(counts.items()):
+        print(f"{table:<20} {n:>10} rows", file=sys.stderr)
+    print(
+        f"exported {sum(counts.values())} rows due by {args.ahead_days:g} days from now",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hermes", description="Hermes Agent")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -123,6 +174,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--to", dest="target", required=True, help="postgresql://user:password@host:port/db"
     )
     copy.set_defaults(func=_migrate_sqlite_to_postgres)
+    export = sub.add_parser(
+        "export",
+        help="write every row the retention purge will delete (HERMES_RETENTION_*) as JSON lines",
+    )
+    export.add_argument("--out", default="-", help="the file to write (default: stdout)")
+    export.add_argument("--tenant", help="only this tenant's rows")
+    export.add_argument(
+        "--ahead-days",
+        type=float,
+        default=1.0,
+        help="rows due by this many days from now (default 1: before tomorrow's purges)",
+    )
+    export.set_defaults(func=_export)
 
     from app.api.keys_cli import register as register_keys
     from app.chat.cli import register as register_chat

@@ -54,6 +54,7 @@ from app.storage.confirmations import ConfirmationStore
 from app.storage.engine import check_database, open_database
 from app.storage.leases import LeaseStore
 from app.storage.port import Database
+from app.storage.purge import Purger, RetentionPolicy, keep_wal_bounded
 from app.storage.tool_calls import ToolCallStore
 from app.storage.usage import UsageStore
 from app.tools.approvals import ApprovalBroker
@@ -89,6 +90,7 @@ class Runtime:
     watchdog: Watchdog
     nlu: NLUPipeline
     memory: MemoryService
+    purger: Purger
     mcp: McpManager | None  # None when no MCP server is configured
     model: ChatModel
     shared: SharedRedis | None = None  # HERMES_REDIS_URL: limits, breakers...
@@ -346,6 +348,20 @@ async def open_runtime(
         if db.applied_migrations:
             log.info("applied migrations: %s", ", ".join(db.applied_migrations))
 
+        purger = Purger(
+            db,
+            RetentionPolicy.from_settings(settings),
+            interval_s=settings.retention_interval_s,
+            on_report=metrics.observe_purge,
+        )
+        purger.start()
+        stack.push_async_callback(purger.stop)
+        background(
+            stack,
+            keep_wal_bounded(db, settings.db_checkpoint_interval_s, metrics.observe_wal),
+            "wal-checkpoints",
+        )
+
         memory = open_memory(db, settings)
         stack.push_async_callback(memory.drain)  # pending "last accessed" notes, before db.close
         sweeper = MemorySweeper(memory, settings.memory_sweep_interval_s)
@@ -493,6 +509,7 @@ async def open_runtime(
             watchdog=watchdog,
             nlu=nlu,
             memory=memory,
+            purger=purger,
             mcp=mcp,
             model=model,
             shared=shared,

@@ -60,6 +60,15 @@ class Settings(BaseSettings):
     # always take the same one (app.storage.writer). SQLite always writes on one.
     db_write_connections: int = Field(4, ge=1, le=32)
     db_connect_timeout_s: float = Field(5.0, gt=0, le=60)
+    # SQLite's WAL: a passive checkpoint after a commit leaves more than this many pages in
+    # it; a WAL over db_wal_max_mb is cut back (truncated) at the next checkpoint, which runs
+    # every db_checkpoint_interval_s and after each retention purge (docs/operations.md).
+    db_wal_autocheckpoint_pages: int = Field(1000, ge=100, le=1_000_000)
+    db_wal_max_mb: int = Field(64, ge=1, le=65536)
+    db_checkpoint_interval_s: float = Field(60.0, gt=0)
+    # An existing SQLite file not yet in auto_vacuum=INCREMENTAL is converted at start-up
+    # (one VACUUM) only when at most this large; a larger one is left to the operator.
+    db_auto_vacuum_convert_max_mb: int = Field(256, ge=0)
     # Redis shared by every Hermes process: rate limits and tool/model breakers live there when
     # set. Every key Hermes writes starts with `redis_prefix`.
     redis_url: SecretStr | None = None
@@ -225,6 +234,23 @@ class Settings(BaseSettings):
     context_compress_at: float = Field(0.85, gt=0, le=1)
     context_keep_turns: int = Field(6, ge=1)
 
+    # -- retention (days; 0 keeps for ever) ---------------------------------------------------
+    # Finished (archived) sessions' events, steps, idempotency records (tool_calls), decided
+    # approvals and confirmations, counted from the session's archiving; after
+    # retention_messages_days the session goes with its messages and everything else of it.
+    # Audit rows (audit_log, memory_audit, mcp_tool_decisions) by their own age. Memories keep
+    # their own rules (decay, forgetting: docs/memory.md).
+    retention_events_days: float = Field(30.0, ge=0)
+    retention_steps_days: float = Field(30.0, ge=0)
+    retention_idempotency_days: float = Field(30.0, ge=0)
+    retention_approvals_days: float = Field(30.0, ge=0)
+    retention_messages_days: float = Field(180.0, ge=0)
+    retention_audit_days: float = Field(365.0, ge=0)
+    retention_interval_s: float = Field(3600.0, gt=0)
+    # Rows per purge transaction, and the pause after each: a turn waits behind one at most.
+    retention_batch_rows: int = Field(250, ge=1, le=100_000)
+    retention_pause_ms: float = Field(10.0, ge=0, le=10_000)
+
     # -- workflow -------------------------------------------------------------------------------
     step_queue_max_depth: int = Field(50, ge=1)
     ask_user_timeout_s: float = Field(300.0, gt=0)
@@ -349,6 +375,18 @@ class Settings(BaseSettings):
             raise ValueError(
                 "HERMES_SESSION_LEASE_RENEW_S must be shorter than HERMES_SESSION_LEASE_S"
                 " (a third of it is usual)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _idempotency_outlives_steps(self) -> Settings:
+        # A kept step can be retried; without its idempotency record a retry would repeat
+        # the side effect it already had.
+        steps, keys = self.retention_steps_days, self.retention_idempotency_days
+        if keys and (not steps or keys < steps):
+            raise ValueError(
+                "HERMES_RETENTION_IDEMPOTENCY_DAYS must be 0 (for ever) or at least"
+                " HERMES_RETENTION_STEPS_DAYS: a kept step may be retried"
             )
         return self
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
+import time
+from typing import Any
+
+from app.llm.testing import FakeLLMServer, Reply
 from app.runtime import REDIS_DEGRADED, SharedHttpClient, health_status
+from app.testing import serve
+from tests.conftest import new_session
 
 
 async def test_http_tools_client_is_made_on_first_use_and_shared() -> None:
@@ -33,3 +41,41 @@ def test_only_a_failing_required_dependency_makes_the_process_failing() -> None:
     assert health_status({"database": "error: OperationalError", "redis": REDIS_DEGRADED}) == (
         "failing"
     )
+
+
+async def test_the_service_purges_on_its_interval_and_says_so_in_its_metrics(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    settings = make_settings(retention_interval_s=0.1, db_checkpoint_interval_s=0.1)
+    async with serve(settings) as svc:
+        fake_llm.enqueue(Reply("Hello."), Reply("Hello again."))
+        old, live = await new_session(svc), await new_session(svc)
+        for session_id in (old, live):
+            answered = await svc.client.post(
+                f"/v1/sessions/{session_id}/messages", json={"content": "hi"}
+            )
+            assert answered.status_code == 200, answered.text
+        long_ago = time.time() - 40 * 86400
+        await svc.runtime.db.write(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET status = 'archived', archived_at = ? WHERE id = ?",
+                (long_ago, old),
+            )
+        )
+        passes = svc.runtime.purger.passes
+        async with asyncio.timeout(10):
+            while True:
+                report = await svc.runtime.purger.wait_for_passes(passes + 1)
+                passes += 1
+                if report is not None and report.rows:
+                    break
+        scraped = (await svc.client.get("/metrics")).text
+        replay = await svc.runtime.db.fetchall(
+            "SELECT session_id, count(*) FROM events GROUP BY session_id"
+        )
+
+    assert {r[0] for r in replay} == {live}
+    purged = re.search(r'hermes_retention_purged_rows_total\{table="events"\} (\S+)', scraped)
+    assert purged is not None and float(purged[1]) >= 4
+    last = re.search(r"^hermes_retention_last_run_timestamp_seconds (\S+)", scraped, re.M)
+    assert last is not None and float(last[1]) > long_ago

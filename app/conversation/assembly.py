@@ -139,5 +139,6 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         limits=parts.limits,
         budgets=parts.budgets,
         desk=desk,
+        redactor=parts.redactor,
     )
     return TurnCore(runner, manager, service, desk)

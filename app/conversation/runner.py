@@ -127,8 +127,10 @@ class TurnRunner:
         snapshot = view.snapshot
         own = view.messages_of(turn.number)
         user_text = next((m.content or "" for m in own if m.id == turn.user_message_id), "")
-        transcript = Transcript(emitter.writes, turn)
-        resume = resume_point(turn, own) if turn.resume_from_step else None
+        transcript = Transcript(emitter.writes, turn, self.redactor)
+        resume = None
+        if turn.resume_from_step:
+            resume = resume_point(turn, own, await self.messages.held_arguments(turn.id))
         # Where the turn reports: its emitter, with its steps recorded around it.
         # (Claiming the turn answered a waiting ask_user step.)
         reports: TurnEvents = StepRecorder(
@@ -148,7 +150,9 @@ class TurnRunner:
         if understanding is not None and resume is None:
             # Held: stored with the turn's next write (a memory event, the model step), which
             # comes before anything another writer could add to the session's events.
-            event = understanding.event()
+            # Masked like the snapshot's slots: the event and the message's metadata are copies
+            # of the customer's words beside the message itself.
+            event = self.redactor.data(understanding.event())
             emitter.writes.hold(lambda tx: record_understanding(tx, turn, event))
         earlier_slots = dict(snapshot.state.get("slots", {})) if snapshot else {}
         extra: list[ChatMessage] = []
@@ -178,10 +182,12 @@ class TurnRunner:
                 {"tenant_id": turn.tenant_id, "session_id": turn.session_id},
             )
             # Stored with the turn's next write (the model step, the first text), or when the
-            # turn ends, however it ends.
-            emitter.writes.hold(store_fields(turn.session_id, compaction.fields()))
+            # turn ends, however it ends; masked, like the snapshot's goal (this call's plan
+            # has the summary as the model just wrote it from the conversation).
+            folded = {**compaction.fields(), "summary": self.redactor.text(compaction.summary)}
+            emitter.writes.hold(store_fields(turn.session_id, folded))
             if snapshot is not None:
-                snapshot = replace(snapshot, **compaction.fields())
+                snapshot = replace(snapshot, **folded)
                 view.fold(snapshot)
             plan = compaction.plan
         run = TurnRun(
@@ -228,7 +234,13 @@ class TurnRunner:
 
         def at_end(tx: Tx) -> None:
             fields = turn_end_fields(
-                turn, view.snapshot, user_text, transcript, understanding, run.policy.taint
+                turn,
+                view.snapshot,
+                user_text,
+                transcript,
+                understanding,
+                run.policy.taint,
+                self.redactor,
             )
             store_fields(turn.session_id, fields)(tx)
             # Only this turn's own messages above the watermark: the next turn need not read

@@ -26,6 +26,7 @@ from app.storage.records import Event, Message, Session, Turn
 from app.storage.sessions import Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.text.tokens import estimate_tokens
+from app.tools.shaping import Redactor
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,9 @@ class ConversationService:
         limits: TurnLimits,
         desk: HandoffDesk | None = None,
         budgets: Budgets | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
+        self.redactor = redactor or Redactor()
         self.desk = desk
         self.budgets = budgets
         self.sessions = sessions
@@ -73,7 +76,11 @@ class ConversationService:
     ) -> Session:
         if not principal.may_see_user(user_id):
             raise Forbidden("this key is bound to another user", user_id=principal.user_id)
-        return await self.sessions.create(principal.tenant_id, user_id, metadata)
+        # A client's metadata is stored and shown as sent, but masked: it is no place for a
+        # customer's phone or card number.
+        return await self.sessions.create(
+            principal.tenant_id, user_id, self.redactor.data(metadata)
+        )
 
     async def get_session(self, principal: Principal, session_id: str) -> Session:
         """The tenant's session; a key bound to a user sees only that user's (else 404)."""

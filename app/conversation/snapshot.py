@@ -5,6 +5,10 @@ turns are folded into a new summary before the model is called (`ContextBuilder.
 and when the turn completes. Both go through `store_fields`, as writes of the turn itself
 (`TurnWrites`): the fold is held and stored with the turn's next write (or when the turn ends,
 however it ends), the rest inside the transaction that completes the turn.
+
+The goal and the understood slots are copies of the customer's words kept beside the
+conversation (and shown to the model as notes): they are stored masked, like a tool call's
+arguments.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from app.storage.records import Snapshot, Turn
 from app.storage.snapshots import update_snapshot
 from app.storage.tx import Tx
 from app.tools.policy import Taint
+from app.tools.shaping import Redactor
 
 _GOAL_CHARS = 500
 _COMPLETED_STEPS_KEPT = 20
@@ -36,12 +41,13 @@ def turn_end_fields(
     transcript: Transcript,
     understanding: Understanding | None,
     taint: Taint,
+    redactor: Redactor,
 ) -> dict[str, Any]:
     """The fields a completed turn changes: the goal (its first), the steps it completed, the
     intent and slots it understood, and lasting taint."""
     fields: dict[str, Any] = {}
     if snapshot is None or not snapshot.active_goal:
-        fields["active_goal"] = user_text[:_GOAL_CHARS]
+        fields["active_goal"] = redactor.text(user_text[:_GOAL_CHARS])
     if transcript.steps:
         done = (snapshot.completed_steps if snapshot else []) + transcript.steps
         fields["completed_steps"] = done[-_COMPLETED_STEPS_KEPT:]
@@ -52,7 +58,7 @@ def turn_end_fields(
     if understanding is not None:
         state["intent"] = understanding.result.intent
         slots = dict(state.get("slots", {}))
-        slots.update({s.name: s.value for s in understanding.result.slots})
+        slots.update({s.name: redactor.text(s.value) for s in understanding.result.slots})
         state["slots"] = slots
     fields["state"] = state
     return fields

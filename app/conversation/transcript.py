@@ -3,10 +3,19 @@
 `Transcript` stores the turn's tool calls and results as messages while the loop runs. Nothing
 waits for these writes: each is held and stored with the turn's next one (the next step or the
 turn's end), and the rows written are kept for the session's cached view.
+
+A call's arguments are stored masked, as its step input and its approval show them; the message
+lists the calls whose arguments the masking changed (`masked_calls`). A retried turn never runs
+such a call from its stored copy: it takes the real arguments from where Hermes holds them to
+run them (the call's approval or confirmation), or leaves the call unexecuted for the model to
+ask again from the customer's own words.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from app.conversation.loop import Resume
@@ -16,14 +25,16 @@ from app.storage.turns import turn_message
 from app.storage.tx import TurnWrites
 from app.text.tokens import estimate_tokens
 from app.tools.results import ToolResult
+from app.tools.shaping import Redactor
 
 
 class Transcript:
     """The turn's tool calls and results, as messages (see the module docstring)."""
 
-    def __init__(self, writes: TurnWrites, turn: Turn) -> None:
+    def __init__(self, writes: TurnWrites, turn: Turn, redactor: Redactor) -> None:
         self._writes = writes
         self._turn = turn
+        self._redactor = redactor
         self.written: list[Message] = []  # filled on the writer thread, as the rows go in
         self.count = 0
         self.steps: list[dict[str, Any]] = []
@@ -39,11 +50,14 @@ class Transcript:
         self.count += 1
 
     async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
+        stored = [replace(c, arguments=self._redactor.arguments(c.arguments)) for c in calls]
+        masked = [c.id for c, s in zip(calls, stored, strict=True) if s.arguments != c.arguments]
         self._hold(
             "assistant",
             text or None,
             estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
-            tool_calls=[c.as_message_part() for c in calls],
+            tool_calls=[c.as_message_part() for c in stored],
+            **({"metadata": {"masked_calls": masked}} if masked else {}),
         )
 
     async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
@@ -67,18 +81,26 @@ class Transcript:
         )
 
 
-def resume_point(turn: Turn, history: list[Message]) -> Resume:
-    """What a retried turn already has: its recorded tool rounds and any calls left unanswered."""
+def resume_point(turn: Turn, history: list[Message], held: Mapping[str, dict[str, Any]]) -> Resume:
+    """What a retried turn already has: its recorded tool rounds and any calls left unanswered.
+
+    `held` holds real arguments by call id (see the module docstring); a masked call without
+    them is not resumed, so it gets a "not executed" result and the model may ask again."""
     own = [m for m in history if m.turn_id == turn.id]
     rounds = sum(1 for m in own if m.role == "assistant" and m.tool_calls)
     answered = {m.tool_call_id for m in own if m.role == "tool"}
     pending: list[RequestedToolCall] = []
     for message in reversed(own):
         if message.role == "assistant" and message.tool_calls:
-            pending = [
-                RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                for c in message.tool_calls
-                if c["id"] not in answered
-            ]
+            masked = set((message.metadata or {}).get("masked_calls", ()))
+            for c in message.tool_calls:
+                call = RequestedToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
+                if call.id in answered:
+                    continue
+                if call.id in masked:
+                    if call.id not in held:
+                        continue
+                    call = replace(call, arguments=json.dumps(held[call.id], ensure_ascii=False))
+                pending.append(call)
             break
     return Resume(pending_calls=pending, rounds_used=rounds)

@@ -16,6 +16,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from app.storage.port import Database, DbCounts
+from app.storage.purge import PurgeReport
+from app.storage.retention import TABLES as RETENTION_TABLES
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -185,6 +187,43 @@ def model_called(
     price = _LABELS.prices.get(model, Price(0.0, 0.0))
     cost = (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
     LLM_COST.labels(model=model).inc(cost)
+
+
+RETENTION_ROWS = Counter(
+    "hermes_retention_purged_rows_total",
+    "Rows the retention purge deleted, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+for _table in RETENTION_TABLES:
+    RETENTION_ROWS.labels(table=_table)
+RETENTION_LAST_RUN = Gauge(
+    "hermes_retention_last_run_timestamp_seconds",
+    "When the last retention purge started (Unix time; 0: none yet in this process).",
+    registry=REGISTRY,
+)
+RETENTION_RUN_SECONDS = Gauge(
+    "hermes_retention_last_run_seconds",
+    "How long the last retention purge took, reclaiming and checkpointing included.",
+    registry=REGISTRY,
+)
+DB_WAL_BYTES = Gauge(
+    "hermes_db_wal_bytes",
+    "Size of SQLite's write-ahead log after the last checkpoint (0 on PostgreSQL).",
+    registry=REGISTRY,
+)
+
+
+def observe_purge(report: PurgeReport) -> None:
+    for table, rows in report.by_table().items():
+        RETENTION_ROWS.labels(table=table).inc(rows)
+    RETENTION_LAST_RUN.set(report.started_at)
+    RETENTION_RUN_SECONDS.set(report.duration_s)
+    DB_WAL_BYTES.set(report.wal_bytes)
+
+
+def observe_wal(size: int) -> None:
+    DB_WAL_BYTES.set(size)
 
 
 class _DatabaseWork(Collector):

@@ -6,7 +6,9 @@ side-effecting tool calls (`tool.succeeded`, `tool.failed`), memory changes
 (`memory.written`, `memory.verified`, `memory.rejected`, `memory.deleted`,
 `memory.forgotten`), MCP definition approvals (`mcp.approved`), human agents taking a
 session over and handing it back (`handoff.claim`, `handoff.release`), managed API keys
-created, rotated and revoked (`key.created`, `key.rotated`, `key.revoked`; never the key).
+created, rotated and revoked (`key.created`, `key.rotated`, `key.revoked`; never the key),
+the retention purge's runs (`retention.purged`, actor `retention`: rows deleted per table, one
+entry per tenant whose rows went).
 `record` writes inside the caller's transaction, so an action and its audit row commit
 together or not at all. Rows
 never hold message content or the sensitive values themselves: ids, names, kinds, outcomes.

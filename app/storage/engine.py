@@ -22,6 +22,9 @@ def database_for(settings: Settings) -> Database:
             synchronous=settings.db_synchronous,
             busy_timeout_ms=settings.db_busy_timeout_ms,
             read_connections=settings.db_read_connections,
+            wal_autocheckpoint_pages=settings.db_wal_autocheckpoint_pages,
+            wal_max_bytes=settings.db_wal_max_mb * 2**20,
+            auto_vacuum_convert_max_bytes=settings.db_auto_vacuum_convert_max_mb * 2**20,
         )
     from app.storage.postgres.database import PostgresDatabase  # psycopg only when used
 

@@ -7,10 +7,12 @@ stored before an earlier turn's answer, and it must still come after that answer
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
 from app.errors import InvalidCursor
+from app.storage.confirmations import confirmed_call_id
 from app.storage.records import Message, dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -160,3 +162,24 @@ class MessageStore(Store):
     async def get(self, message_id: str) -> Message | None:
         row = await self.db.fetchone(f"SELECT {_COLUMNS} FROM messages WHERE id = ?", (message_id,))
         return None if row is None else Message.from_row(row)
+
+    async def held_arguments(self, turn_id: str) -> dict[str, dict[str, Any]]:
+        """The real arguments of this turn's calls where Hermes holds them to run them, by call
+        id: an approval's (what its operator approved), a confirmed call's (what its customer
+        confirmed), a side-effecting call's that started and did not end. Stored tool calls
+        are masked; a resumed turn runs these (a started call's last: what really began)."""
+        held: dict[str, dict[str, Any]] = {}
+        for sql in _HELD:
+            for call_id, arguments in await self.db.fetchall(sql, (turn_id,)):
+                held[call_id] = json.loads(arguments)
+        return held
+
+
+_HELD = (
+    "SELECT call_id, arguments_full FROM approvals WHERE turn_id = ?"
+    " AND arguments_full IS NOT NULL ORDER BY created_at",
+    f"SELECT '{confirmed_call_id('')}' || id, arguments FROM confirmations"
+    " WHERE resolved_turn_id = ? AND status = 'confirmed'",
+    "SELECT call_id, arguments FROM tool_calls WHERE turn_id = ? AND status = 'running'"
+    " AND arguments IS NOT NULL ORDER BY created_at",
+)

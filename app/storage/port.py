@@ -118,4 +118,16 @@ class Database(Protocol):
         SQLite's FTS index is merged by the memory store's own statements)."""
         ...
 
+    async def reclaim(self, pages: int) -> int:
+        """Give the space of deleted rows back to the file system, `pages` at a time, each
+        step a short write of its own; returns the pages freed (SQLite's incremental vacuum;
+        PostgreSQL: 0, autovacuum makes the space reusable by itself)."""
+        ...
+
+    async def checkpoint(self) -> int:
+        """Keep the write-ahead log bounded; returns its size in bytes afterwards (SQLite: a
+        passive checkpoint, truncating when the WAL is over its cap; PostgreSQL: 0, the
+        server's checkpoints are its own)."""
+        ...
+
     def counts(self) -> DbCounts: ...

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -56,6 +57,39 @@ class _CountingConnection(sqlite3.Connection):
         self.event_bytes += payload_bytes
 
 
+_AUTO_VACUUM_INCREMENTAL = 2
+_TRUNCATE_BUSY_MS = 20  # how long a truncating checkpoint may hold new writers back
+
+
+def ensure_incremental_vacuum(path: Path, max_bytes: int, busy_timeout_ms: int) -> str:
+    """Put the database in `auto_vacuum = INCREMENTAL`, so purged pages can be given back to
+    the file system in small steps (`reclaim`). A new file takes it at once; an existing one
+    needs a VACUUM (a rewrite of the whole file), done here only when the file is at most
+    `max_bytes` — otherwise it is logged, and left to the operator (docs/operations.md).
+    Returns what was done: "incremental" (already), "converted" or "too large"."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _AUTO_VACUUM_INCREMENTAL:
+            return "incremental"
+        size = path.stat().st_size if path.exists() else 0
+        if size > max_bytes:
+            log.warning(
+                "%s is %.0f MiB, over HERMES_DB_AUTO_VACUUM_CONVERT_MAX_MB: purged space is"
+                " reused but not given back to the file system until it is converted (stop"
+                " Hermes, then: sqlite3 %s 'PRAGMA auto_vacuum = INCREMENTAL; VACUUM;')",
+                path,
+                size / 2**20,
+                path,
+            )
+            return "too large"
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("VACUUM")  # a new file: writes the header; an old one: the conversion
+        return "converted"
+    finally:
+        conn.close()
+
+
 def _configure(conn: sqlite3.Connection, synchronous: str, busy_timeout_ms: int) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     # What is deleted is overwritten with zeros (in its page and in freed pages), so erased
@@ -79,8 +113,14 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         synchronous: str = "NORMAL",
         busy_timeout_ms: int = 5000,
         read_connections: int = 2,
+        wal_autocheckpoint_pages: int = 1000,
+        wal_max_bytes: int = 64 * 2**20,
+        auto_vacuum_convert_max_bytes: int = 256 * 2**20,
     ) -> None:
         super().__init__()
+        self.wal_autocheckpoint_pages = wal_autocheckpoint_pages
+        self.wal_max_bytes = wal_max_bytes
+        self.auto_vacuum_convert_max_bytes = auto_vacuum_convert_max_bytes
         self.path = Path(path)
         self.migrations_dir = migrations_dir
         self.synchronous = synchronous
@@ -96,6 +136,13 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     async def open(self) -> SqliteDatabase:
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.migrations_dir is not None and str(self.path) != ":memory:":
+            await asyncio.to_thread(
+                ensure_incremental_vacuum,
+                self.path,
+                self.auto_vacuum_convert_max_bytes,
+                self.busy_timeout_ms,
+            )
         if self.migrations_dir is not None:
             self.applied_migrations = await asyncio.to_thread(
                 apply_migrations, self.path, self.migrations_dir, self.busy_timeout_ms
@@ -135,6 +182,11 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         )
         conn.row_factory = sqlite3.Row
         _configure(conn, self.synchronous, self.busy_timeout_ms)
+        # The WAL policy: a passive checkpoint after a commit leaves more than this many pages
+        # in the WAL, and a WAL that restarts from its beginning is cut back to the cap
+        # (`checkpoint` truncates one that grew past it while readers held it open).
+        conn.execute(f"PRAGMA wal_autocheckpoint = {int(self.wal_autocheckpoint_pages)}")
+        conn.execute(f"PRAGMA journal_size_limit = {int(self.wal_max_bytes)}")
         conn.control = conn.statements  # the PRAGMAs: not a job's work
         return conn
 
@@ -181,6 +233,49 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         the old pages is left. Retries while readers hold old snapshots, a few seconds at most."""
         await asyncio.to_thread(self._checkpoint_truncate)
 
+    def _side_connection(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        """A connection of its own for maintenance the writer's transactions can't hold."""
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA secure_delete = ON")
+        return conn
+
+    async def reclaim(self, pages: int) -> int:
+        """Free pages back to the file system, at most `pages` per write job on the writer
+        (a few milliseconds each, like any turn's write), with a pause after each for the
+        turns' writes. Returns the pages freed (0 for a file not in INCREMENTAL mode)."""
+        if str(self.path) == ":memory:":
+            return 0
+        row = await self.fetchone("PRAGMA auto_vacuum")
+        if row is None or row[0] != _AUTO_VACUUM_INCREMENTAL:
+            return 0
+        freed = 0
+        while True:
+            step = await self.write(lambda conn: _vacuum_step(conn, max(1, pages)))
+            freed += step
+            if step < pages:
+                return freed
+            await asyncio.sleep(0.005)
+
+    async def checkpoint(self) -> int:
+        """A passive checkpoint (it never waits, never blocks a writer); a WAL still over
+        its cap is then truncated, waiting at most a few milliseconds for readers. Returns
+        the WAL's size in bytes."""
+        if str(self.path) == ":memory:":
+            return 0
+        return await asyncio.to_thread(self._checkpoint)
+
+    def _checkpoint(self) -> int:
+        wal = self.path.with_name(self.path.name + "-wal")
+        conn = self._side_connection(_TRUNCATE_BUSY_MS)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if _size(wal) > self.wal_max_bytes:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+        return _size(wal)
+
     def _checkpoint_truncate(self, attempts: int = 50) -> None:
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
@@ -197,3 +292,21 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     async def vacuum(self, table: str) -> None:
         """Nothing to do: deleted rows leave no index entries behind in SQLite's B-trees, and
         the FTS index is merged by the memory store's own statements."""
+
+
+def _vacuum_step(conn: sqlite3.Connection, pages: int) -> int:
+    """Up to `pages` free pages cut off the end of the file, in the writer's transaction.
+    Python steps a statement that returns no columns only once, and one step of
+    `incremental_vacuum` frees one page: so one statement per page, each reset."""
+    (before,) = conn.execute("PRAGMA freelist_count").fetchone()
+    for _ in range(min(pages, before)):
+        conn.execute("PRAGMA incremental_vacuum(1)").close()
+    (after,) = conn.execute("PRAGMA freelist_count").fetchone()
+    return int(before - after)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0

@@ -22,15 +22,26 @@ class ToolCallStore(Store):
         return None if row is None else json.loads(row[0])
 
     async def begin(
-        self, *, key: str, tenant_id: str, session_id: str, turn_id: str, call_id: str, tool: str
+        self,
+        *,
+        key: str,
+        tenant_id: str,
+        session_id: str,
+        turn_id: str,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
     ) -> None:
+        """The call starts. Its real `arguments` are held until it ends (stored tool calls are
+        masked): a turn resumed meanwhile runs it again with them, under the same key."""
+
         def begin(tx: Tx) -> None:
             tx.execute(
                 "INSERT INTO tool_calls (idempotency_key, tenant_id, session_id, turn_id, call_id,"
-                " tool, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)"
+                " tool, status, created_at, arguments) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)"
                 " ON CONFLICT (idempotency_key) DO UPDATE SET created_at = excluded.created_at"
                 " WHERE tool_calls.status = 'running'",
-                (key, tenant_id, session_id, turn_id, call_id, tool, tx.now),
+                (key, tenant_id, session_id, turn_id, call_id, tool, tx.now, dumps(arguments)),
             )
 
         await self.transact(begin)
@@ -38,7 +49,8 @@ class ToolCallStore(Store):
     async def succeed(self, key: str, result: dict[str, Any]) -> None:
         def succeed(tx: Tx) -> None:
             tx.execute(
-                "UPDATE tool_calls SET status = 'succeeded', result = ?, finished_at = ?"
+                "UPDATE tool_calls SET status = 'succeeded', result = ?, finished_at = ?,"
+                " arguments = NULL"
                 " WHERE idempotency_key = ?",
                 (dumps(result), tx.now, key),
             )

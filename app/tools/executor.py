@@ -279,6 +279,7 @@ class TurnTools:
                 turn_id=self.scope.turn_id,
                 call_id=call.id,
                 tool=spec.name,
+                arguments=args,
             )
         result = await run_guarded(tool, ctx, args, self.executor.guards)
         if approved is not None:

@@ -56,6 +56,18 @@ class Redactor:
             return [self.data(v) for v in value]
         return value
 
+    def arguments(self, raw: str) -> str:
+        """A tool call's arguments as the model wrote them (JSON text), masked the way an
+        approval masks them: field by field when they parse, as text when they do not."""
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return self.text(raw)
+        if not isinstance(parsed, dict | list):
+            return self.text(raw)
+        masked = self.data(parsed)
+        return raw if masked == parsed else json.dumps(masked, ensure_ascii=False)
+
 
 @dataclass(frozen=True)
 class Shaped:

@@ -151,7 +151,7 @@ class StepRecorder:
             if call.name not in offered:
                 problems.append(f"{call.name} is not an offered tool")
         result: dict[str, Any] = {
-            "text": reply.text[:2000],
+            "text": self.redactor.text(reply.text[:2000]),
             "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
             "finish_reason": reply.finish_reason,
         }
@@ -212,7 +212,7 @@ class StepRecorder:
                     name=call.name,
                     input_context={
                         "call_id": call.id,
-                        "arguments": self.redactor.text(call.arguments)[:4000],
+                        "arguments": self.redactor.arguments(call.arguments)[:4000],
                     },
                     expected_output_schema=spec.output_schema if spec else None,
                 )

@@ -207,3 +207,25 @@ async def test_metadata_is_capped_at_16_kib(service: LiveService) -> None:
     assert_error(response, 422, "validation_error")
     listing = (await client.get("/v1/sessions")).json()["items"]
     assert len(listing) == 1  # only the session at the cap was stored
+
+
+async def test_sensitive_metadata_is_stored_masked(service: LiveService) -> None:
+    """A client's metadata is shown as stored, and stored masked: no full phone, card or ID
+    number, no secret under a secret's name; the rest as sent."""
+    metadata = {
+        "channel": "web",
+        "callback": "13912345678",
+        "nested": {"card": "6222 0212 3456 7890 123", "password": "hunter2hunter2"},
+    }
+    created = await service.client.post(
+        "/v1/sessions", json={"user_id": "u1", "metadata": metadata}
+    )
+    assert created.status_code == 201, created.text
+    masked = {
+        "channel": "web",
+        "callback": "139****5678",
+        "nested": {"card": "****0123", "password": "****"},
+    }
+    assert created.json()["metadata"] == masked
+    session_id = created.json()["id"]
+    assert (await service.client.get(f"/v1/sessions/{session_id}")).json()["metadata"] == masked

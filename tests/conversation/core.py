@@ -52,6 +52,7 @@ from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.policy import TurnPolicy
 from app.tools.registry import ToolRegistry
+from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
 from app.workflow.recorder import StepRecorder
 
@@ -192,7 +193,7 @@ class Core:
             tools=tools if tools is not None else self.registry.offered(),
             scope=TurnScope(TENANT, "u1", turn.session_id, turn.id, turn.id),
             emitter=recorder,
-            transcript=Transcript(emitter.writes, turn),
+            transcript=Transcript(emitter.writes, turn, Redactor()),
             user_text=user_text,
             resume=resume,
             policy=TurnPolicy(offered=offered),

@@ -31,6 +31,10 @@ STILL: dict[str, str] = {
     "hermes_fanout_polling": "a gauge, 1 only while Redis is away",
     "hermes_fanout_polling_seconds": "needs a Redis outage",
     "hermes_budget_refusals": "needs a budget or limit reached (tests/api/test_budgets.py)",
+    "hermes_retention_purged_rows": "needs a retention purge (tests/storage/test_purge.py)",
+    "hermes_retention_last_run_timestamp_seconds": "set by a retention purge, hourly",
+    "hermes_retention_last_run_seconds": "set by a retention purge, hourly",
+    "hermes_db_wal_bytes": "set by a WAL checkpoint (every HERMES_DB_CHECKPOINT_INTERVAL_S)",
 }
 # The handoff queue's families (its own suite drives a handoff) move only with a handoff.
 NEEDS_A_HANDOFF = "hermes_handoff"

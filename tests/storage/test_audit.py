@@ -110,6 +110,7 @@ async def test_a_side_effecting_calls_outcome_is_audited_without_its_arguments(
             turn_id="turn_1",
             call_id=call_id,
             tool="create_ticket",
+            arguments={"summary": "secret words"},
         )
         if ok:
             await calls.succeed(key, {"ticket_id": "TK00000001", "summary": "secret words"})

@@ -23,7 +23,8 @@ def test_days_are_utc_and_end_at_midnight() -> None:
     assert seconds_to_next_day(midnight) == 86400
 
 
-async def _turn(turns: TurnStore, tenant: str, session_id: str) -> Any:
+async def running_turn(turns: TurnStore, tenant: str, session_id: str) -> Any:
+    """A turn accepted and claimed: its worker would run it now."""
     accepted = await turns.accept(
         tenant_id=tenant,
         session_id=session_id,
@@ -46,7 +47,7 @@ async def test_usage_is_added_with_the_turns_end(open_db: Any) -> None:
     second = (await sessions.create("acme", "u2", {})).id
     other = (await sessions.create("zeta", "u1", {})).id
 
-    turn = await _turn(turns, "acme", first)
+    turn = await running_turn(turns, "acme", first)
     await turns.transact(
         lambda tx: complete_turn(
             tx,
@@ -60,11 +61,11 @@ async def test_usage_is_added_with_the_turns_end(open_db: Any) -> None:
             usage=Usage(15, 0.25),
         )
     )
-    turn = await _turn(turns, "acme", second)
+    turn = await running_turn(turns, "acme", second)
     await turns.fail(turn, "budget_exceeded", "over", usage=Usage(40, 0.5))
     # Failing it again (already finished) adds nothing.
     await turns.fail(turn, "budget_exceeded", "over", usage=Usage(40, 0.5))
-    turn = await _turn(turns, "zeta", other)
+    turn = await running_turn(turns, "zeta", other)
     await turns.fail(turn, "llm_unavailable", "down", usage=Usage(7, 0))
 
     assert await usage.of_session("acme", first) == Usage(15, 0.25)

@@ -204,35 +204,73 @@ async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
     assert (await post(svc, session_id, "thanks")).status_code == 200
 
 
+def stuck_settings(make_settings: Any) -> Any:
+    return make_settings(tools_file=FIXTURE_TOOLS, step_stuck_after_s=0.3, watchdog_interval_s=0.05)
+
+
+async def stuck_write(svc: LiveService) -> tuple[str, dict[str, Any]]:
+    """A session whose turn ended with its `hang_write` call (id h1) stuck; and that step."""
+    session_id = await new_session(svc)
+    await asyncio.wait_for(stream_turn(svc.client, session_id, "save it"), 20)
+    return session_id, {s["key"]: s for s in await steps_of(svc, session_id)}["tool:h1"]
+
+
+async def retried(
+    svc: LiveService, session_id: str, step_id: str
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Retry the step and wait until the resumed turn's model answered: its id, the steps."""
+    response = await svc.client.post(f"/v1/sessions/{session_id}/steps/{step_id}/retry")
+    assert response.status_code == 202
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+        if steps.get("model:1", {}).get("status") == "succeeded":
+            return str(response.json()["turn_id"]), steps
+        assert asyncio.get_running_loop().time() < deadline, steps
+        await asyncio.sleep(0.05)
+
+
 async def test_retry_a_stuck_tool_step_runs_it_again_once(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
     REC.hang = True
     fake_llm.enqueue(ToolCalls(ToolCall("hang_write", {"text": "x"}, id="h1")))
-    settings = make_settings(
-        tools_file=FIXTURE_TOOLS, step_stuck_after_s=0.3, watchdog_interval_s=0.05
-    )
-    async with serve(settings) as svc:
-        session_id = await new_session(svc)
-        await asyncio.wait_for(stream_turn(svc.client, session_id, "save it"), 20)
-        stuck = {s["key"]: s for s in await steps_of(svc, session_id)}["tool:h1"]
+    async with serve(stuck_settings(make_settings)) as svc:
+        session_id, stuck = await stuck_write(svc)
         REC.hang = False  # the downstream system is back
         fake_llm.enqueue(Reply("Saved now."))
-        response = await svc.client.post(f"/v1/sessions/{session_id}/steps/{stuck['id']}/retry")
-        assert response.status_code == 202
-        turn_id = response.json()["turn_id"]
-        deadline = asyncio.get_running_loop().time() + 10
-        while True:
-            steps = {s["key"]: s for s in await steps_of(svc, session_id)}
-            if steps.get("model:1", {}).get("status") == "succeeded":
-                break
-            assert asyncio.get_running_loop().time() < deadline, steps
-            await asyncio.sleep(0.05)
+        turn_id, steps = await retried(svc, session_id, stuck["id"])
         assert steps["tool:h1"]["status"] == "succeeded" and steps["tool:h1"]["attempts"] == 2
         assert [s["text"] for s in REC.side_effects] == ["x"]
         messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
         assert messages[-1]["content"] == "Saved now." and messages[-1]["turn_id"] == turn_id
         assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_retried_call_runs_with_the_real_arguments_its_stored_copy_masks(
+    make_settings: Any, fake_llm: FakeLLMServer
+) -> None:
+    """Stored tool calls are masked; the retry runs the call with what it started with (held
+    in its idempotency row until it ends), under the same key, and then the row lets go."""
+    REC.hang = True
+    text = "call 13912345678 about card 6222021234567890123"
+    fake_llm.enqueue(ToolCalls(ToolCall("hang_write", {"text": text}, id="h1")))
+    async with serve(stuck_settings(make_settings)) as svc:
+        session_id, stuck = await stuck_write(svc)
+        assert "13912345678" not in json.dumps(stuck["input_context"])
+        messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
+        [stored] = next(m for m in messages if m["tool_calls"])["tool_calls"]
+        masked = json.loads(stored["function"]["arguments"])["text"]
+        assert masked == "call 139****5678 about card ****0123"
+        [(held,)] = await svc.runtime.db.fetchall("SELECT arguments FROM tool_calls", ())
+        assert json.loads(held) == {"text": text}
+
+        REC.hang = False
+        fake_llm.enqueue(Reply("Saved now."))
+        await retried(svc, session_id, stuck["id"])
+        assert [s["text"] for s in REC.side_effects] == [text]
+        rows = await svc.runtime.db.fetchall("SELECT status, arguments FROM tool_calls", ())
+        assert [tuple(r) for r in rows] == [("succeeded", None)]
 
 
 async def test_retry_is_refused_when_it_makes_no_sense(

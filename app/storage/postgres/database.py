@@ -353,6 +353,14 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         whenever autovacuum comes by."""
         await self._vacuum_all([table])
 
+    async def reclaim(self, pages: int) -> int:
+        """Nothing to do: autovacuum marks deleted rows' space reusable (docs/operations.md)."""
+        return 0
+
+    async def checkpoint(self) -> int:
+        """Nothing to do: the server checkpoints and recycles its WAL itself."""
+        return 0
+
     async def _vacuum_all(self, tables: Sequence[str]) -> None:
         for table in tables:
             if not table.isidentifier():

@@ -1,4 +1,7 @@
-"""create_ticket: a service ticket for the session's customer (idempotent per call)."""
+"""create_ticket: a service ticket for the session's customer (idempotent per call).
+
+The summary is the model's words, often the customer's retold: it is stored masked (a ticket
+system is read by many people; a full card or ID number has no place in it)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from typing import Any
 from app.errors import ToolHandlerError
 from app.tools.builtin._demo import actor, demo_store, refusals
 from app.tools.context import ToolContext
+from app.tools.shaping import Redactor
+
+_REDACTOR = Redactor()
 
 
 async def create_ticket(
@@ -24,7 +30,7 @@ async def create_ticket(
         ticket = await demo_store(ctx).create_ticket(
             actor(ctx),
             category=category,
-            summary=summary.strip(),
+            summary=_REDACTOR.text(summary.strip()),
             priority=priority,
             order_id=order_id,
         )

@@ -218,7 +218,7 @@ class McpManager:
             result = await conn.call(
                 tool, args, timeout_s=timeout_s, idempotency_key=ctx.idempotency_key
             )
-            return adapt_result(result)
+            return adapt_result(result, self.config.masker)
 
         return run
 

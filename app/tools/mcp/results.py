@@ -4,6 +4,10 @@ Structured content wins when there is some. Otherwise the text blocks, each trim
 whitespace, joined by newlines; images, audio and resources are described in one line each,
 never inlined (base64 in the context costs tokens and tells the model nothing). A result the
 server marks as an error becomes `ToolHandlerError("mcp_tool_error")` with its text.
+
+Every string a server returns has the configuration's secrets (`SecretMasker`: declared env
+and header secrets) masked here, before it is stored, logged or shown to the model: a server
+that echoes its own API key gives nobody that key.
 """
 
 from __future__ import annotations
@@ -24,15 +28,17 @@ from mcp_types import (
 )
 
 from app.errors import ToolHandlerError
+from app.tools.mcp.secrets import SecretMasker
 
 
-def adapt_result(result: CallToolResult) -> Any:
+def adapt_result(result: CallToolResult, masker: SecretMasker | None = None) -> Any:
+    masker = masker or SecretMasker()
     if result.is_error:
-        text = content_text(result.content)
+        text = masker.mask(content_text(result.content))
         raise ToolHandlerError("mcp_tool_error", text or "the tool reported an error")
     if result.structured_content is not None:
-        return result.structured_content
-    return content_text(result.content)
+        return masker.data(result.structured_content)
+    return masker.mask(content_text(result.content))
 
 
 def content_text(blocks: list[ContentBlock]) -> str:

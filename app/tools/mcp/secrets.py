@@ -35,6 +35,17 @@ class SecretMasker:
                 text = text.replace(secret, MASK)
         return text
 
+    def data(self, value: Any) -> Any:
+        """`value` (JSON-shaped: strings, lists, objects) with the secrets masked in every
+        string, keys included."""
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask(str(k)): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(v) for v in value]
+        return value
+
 
 class LogMasking:
     """While installed, every log record made in this process has the secrets masked: its

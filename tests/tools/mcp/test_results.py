@@ -18,6 +18,7 @@ from mcp_types import (
 
 from app.errors import ToolHandlerError
 from app.tools.mcp.results import adapt_result
+from app.tools.mcp.secrets import MASK, SecretMasker
 
 
 def text(value: str) -> TextContent:
@@ -67,3 +68,24 @@ def test_error_results_raise_with_their_text() -> None:
     assert not info.value.retryable
     with pytest.raises(ToolHandlerError, match="reported an error"):
         adapt_result(CallToolResult(content=[], is_error=True))
+
+
+def test_declared_secrets_are_masked_in_everything_a_server_returns() -> None:
+    secret = "crm-token-5f2a9c"
+    masker = SecretMasker([secret])
+    structured = CallToolResult(
+        content=[text(secret)],
+        structured_content={"token": secret, "items": [f"Bearer {secret}"], secret: 1},
+    )
+    assert adapt_result(structured, masker) == {
+        "token": MASK,
+        "items": [f"Bearer {MASK}"],
+        MASK: 1,
+    }
+    linked = CallToolResult(
+        content=[text(f"key={secret}"), ResourceLink(uri=f"https://crm/x?t={secret}", name="x")]
+    )
+    assert secret not in adapt_result(linked, masker)
+    with pytest.raises(ToolHandlerError) as info:
+        adapt_result(CallToolResult(content=[text(f"bad token {secret}")], is_error=True), masker)
+    assert info.value.message == f"bad token {MASK}"

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from app.tools.mcp.secrets import MASK
 from app.tools.mcp.testing import scripted_stdio
 from app.tools.mcp.transport import child_environment
 from tests.tools.mcp.conftest import ManagerFactory
@@ -39,7 +40,9 @@ async def test_stdio_server_sees_only_allowed_and_declared_variables(
     async def env(name: str) -> str:
         return str((await call(manager, "mcp__s__get_env", name=name))["result"])
 
-    assert await env("API_TOKEN") == SECRET
+    # The server has the declared secret; what it returns has it masked, so a tool that
+    # echoes it gives it to nobody (not the model, the stored messages, the logs).
+    assert await env("API_TOKEN") == MASK
     assert await env("MODE") == "quiet"
     assert await env("HERMES_TEST_ALLOWED") == "visible"
     assert await env("HERMES_TEST_PRIVATE") == "<unset>"

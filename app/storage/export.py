@@ -1,0 +1,83 @@
+"""What the retention purge will delete, read out first (`hermes export`): every row the
+configured rules make due by a given time, as (table, row) pairs, one tenant or all.
+
+It reads through the database's reader pool only, so it runs beside a live service. A
+session is visited once, with every table whose rule makes it due, so no row comes out
+twice; rows of a session that is resumed meanwhile come out too (a superset of what the
+purge will take, never less).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.storage.port import Database
+from app.storage.purge import RetentionPolicy
+from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES, archived_index
+
+_PAGE = 500
+
+
+async def rows_due(
+    db: Database, policy: RetentionPolicy, when: float, tenant: str | None = None
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Every row a purge at `when` would delete, (table, {column: value})."""
+    cutoffs = policy.cutoffs(when)
+    session_cutoffs = {rule: at for rule, at in cutoffs.items() if rule in SESSION_RULES}
+    if session_cutoffs:
+        async for item in _session_rows(db, session_cutoffs, tenant):
+            yield item
+    for rule, cutoff in cutoffs.items():
+        for table in AGE_RULES.get(rule, ()):
+            async for row in _old_rows(db, table, cutoff, tenant):
+                yield table, row
+
+
+async def _session_rows(
+    db: Database, cutoffs: dict[str, float], tenant: str | None
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    latest = max(cutoffs.values())
+    after: tuple[float, str] = (-1.0, "")
+    mine, params = ("", []) if tenant is None else (" AND tenant_id = ?", [tenant])
+    while True:
+        sessions = await db.fetchall(
+            f"SELECT id, archived_at FROM sessions{archived_index(db.dialect)}"
+            " WHERE status = 'archived' AND archived_at < ?"
+            f" AND (archived_at, id) > (?, ?){mine} ORDER BY archived_at, id LIMIT ?",
+            (latest, after[0], after[1], *params, _PAGE),
+        )
+        for session_id, archived_at in sessions:
+            due = [r for r, cutoff in cutoffs.items() if archived_at < cutoff]
+            tables = dict.fromkeys(t for rule in due for t in SESSION_RULES[rule])
+            for table in tables:
+                column = "id" if table == "sessions" else "session_id"
+                for row in await db.fetchall(
+                    f"SELECT * FROM {table} WHERE {column} = ?", (session_id,)
+                ):
+                    yield table, _as_dict(row)
+        if len(sessions) < _PAGE:
+            return
+        after = (sessions[-1][1], sessions[-1][0])
+
+
+async def _old_rows(
+    db: Database, table: str, cutoff: float, tenant: str | None
+) -> AsyncIterator[dict[str, Any]]:
+    key, at = BY_AGE[table]
+    mine, params = ("", []) if tenant is None else (" AND tenant_id = ?", [tenant])
+    last = -1
+    while True:
+        rows = await db.fetchall(
+            f"SELECT * FROM {table} WHERE {at} < ? AND {key} > ?{mine} ORDER BY {key} LIMIT ?",
+            (cutoff, last, *params, _PAGE),
+        )
+        for row in rows:
+            yield _as_dict(row)
+        if len(rows) < _PAGE:
+            return
+        last = rows[-1][key]
+
+
+def _as_dict(row: Any) -> dict[str, Any]:
+    return {name: row[name] for name in row.keys()}

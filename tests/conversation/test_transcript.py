@@ -1,0 +1,83 @@
+"""What a resumed turn runs of its stored, masked tool calls: the real arguments where Hermes
+holds them, the stored ones where masking changed nothing, and nothing from a masked copy."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.conversation.transcript import resume_point
+from app.storage.records import Message, Turn
+
+PHONE = "13912345678"
+
+
+def _turn() -> Turn:
+    return Turn(
+        id="turn_1",
+        session_id="ses_1",
+        tenant_id="t",
+        number=1,
+        client_message_id=None,
+        user_message_id="msg_1",
+        status="running",
+        assistant_message_id=None,
+        error_code=None,
+        error_message=None,
+        accepted_seq=1,
+        model=None,
+        rounds=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        created_at=0.0,
+        started_at=0.0,
+        finished_at=None,
+        resume_from_step="stp_1",
+    )
+
+
+def _call(call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "update_contact_info", "arguments": json.dumps(arguments)},
+    }
+
+
+def _history() -> list[Message]:
+    calls = [
+        _call("c_held", {"value": "139****5678"}),
+        _call("c_lost", {"value": "139****5678"}),
+        _call("c_plain", {"field": "address"}),
+        _call("c_done", {"value": "139****5678"}),
+    ]
+    return [
+        Message("m1", "ses_1", "t", "turn_1", "user", f"my number is {PHONE}", 1),
+        Message(
+            "m2",
+            "ses_1",
+            "t",
+            "turn_1",
+            "assistant",
+            None,
+            1,
+            tool_calls=calls,
+            metadata={"masked_calls": ["c_held", "c_lost", "c_done"]},
+        ),
+        Message("m3", "ses_1", "t", "turn_1", "tool", "{}", 1, tool_call_id="c_done"),
+    ]
+
+
+def test_a_resumed_turn_runs_real_arguments_or_none() -> None:
+    held = {"c_held": {"value": PHONE}}
+    resume = resume_point(_turn(), _history(), held)
+    pending = {c.id: json.loads(c.arguments) for c in resume.pending_calls}
+    # Held: what the call started (or was approved, or confirmed) with.
+    assert pending["c_held"] == {"value": PHONE}
+    # Nothing sensitive in it: the stored copy is the call.
+    assert pending["c_plain"] == {"field": "address"}
+    # Masked and held nowhere (it never started): not run from a masked copy; the model gets
+    # "not executed" and may ask again from the customer's words.
+    assert "c_lost" not in pending
+    assert "c_done" not in pending  # answered already
+    assert resume.rounds_used == 1

@@ -1,0 +1,183 @@
+"""The retention purge on both engines: old finished sessions lose their events, steps,
+idempotency records and approvals, then themselves with their messages; recent, live and
+resumed sessions keep everything; every batch stays under its bound; runs are audited per
+tenant, counts only."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.storage import audit
+from app.storage.audit import AuditStore
+from app.storage.port import Database
+from app.storage.purge import DAY, Purger, RetentionPolicy
+from app.storage.retention import SESSION_RULES
+from app.storage.sessions import SESSION_TABLES, SessionStore
+from app.storage.steps import NewStep, TurnRef, enqueue_steps
+from app.storage.turns import TurnStore, complete_turn
+from app.storage.tx import Store, Tx
+from tests.storage.test_usage import running_turn
+
+NOW = time.time()
+
+
+async def finished_session(db: Database, tenant: str, *, turns: int = 2) -> str:
+    """A session with finished turns: messages, events, steps and a tool call each."""
+    session_id = (await SessionStore(db).create(tenant, "u1", {})).id
+    store = TurnStore(db)
+    for n in range(turns):
+        turn = await running_turn(store, tenant, session_id)
+
+        def finish(tx: Tx, turn: Any = turn, n: int = n) -> None:
+            enqueue_steps(
+                tx,
+                TurnRef(tenant, session_id, turn.id),
+                [NewStep(key=f"s{n}", action_type="generate_response", name="reply")],
+                max_depth=50,
+            )
+            tx.execute(
+                "INSERT INTO tool_calls (idempotency_key, tenant_id, session_id, turn_id,"
+                " call_id, tool, status, created_at) VALUES (?, ?, ?, ?, 'c', 't',"
+                " 'succeeded', ?)",
+                (f"{turn.id}:c{n}", tenant, session_id, turn.id, tx.now),
+            )
+            complete_turn(
+                tx,
+                turn,
+                text="ok",
+                token_estimate=1,
+                model="m",
+                rounds=0,
+                prompt_tokens=1,
+                completion_tokens=1,
+            )
+
+        await store.transact(finish)
+    return session_id
+
+
+async def archive(db: Database, session_id: str, days_ago: float) -> None:
+    at = NOW - days_ago * DAY
+    await db.write(
+        lambda conn: conn.execute(
+            "UPDATE sessions SET status = 'archived', archived_at = ?, last_activity_at = ?"
+            " WHERE id = ?",
+            (at, at, session_id),
+        )
+    )
+
+
+async def _count(db: Database, table: str, session_id: str) -> int:
+    row = await db.fetchone(f"SELECT count(*) FROM {table} WHERE session_id = ?", (session_id,))
+    return int(row[0])
+
+
+async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
+    open_db: Any,
+) -> None:
+    db = await open_db()
+    old = await finished_session(db, "acme")
+    recent = await finished_session(db, "acme")
+    live = await finished_session(db, "zeta")
+    ancient = await finished_session(db, "zeta")
+    await archive(db, old, days_ago=40)
+    await archive(db, recent, days_ago=5)
+    await archive(db, ancient, days_ago=200)
+    # The live session is old too: its rows were written long ago, it was never archived.
+    await db.write(
+        lambda conn: conn.execute(
+            "UPDATE events SET created_at = ? WHERE session_id = ?", (NOW - 400 * DAY, live)
+        )
+    )
+    before = {s: await _count(db, "events", s) for s in (old, recent, live)}
+    assert all(before.values())
+
+    report = await Purger(db, RetentionPolicy()).purge(now=NOW)
+
+    for table in ("events", "steps", "tool_calls"):
+        assert await _count(db, table, old) == 0, table
+        assert await _count(db, table, recent) > 0, table
+        assert await _count(db, table, live) > 0, table
+    # Messages and the session stay for 180 days; the 200-day-old session is gone whole.
+    assert await _count(db, "messages", old) == 4
+    assert await SessionStore(db).find("acme", old) is not None
+    assert await SessionStore(db).find("zeta", ancient) is None
+    for table in ("messages", "turns", "events", "session_snapshots"):
+        assert await _count(db, table, ancient) == 0, table
+    # Replay of the live session is whole: every event from 1 on.
+    seqs = [r[0] for r in await db.fetchall("SELECT seq FROM events WHERE session_id = ?", (live,))]
+    assert seqs == list(range(1, before[live] + 1))
+
+    assert report.by_table()["events"] == before[old] + report.deleted[("events", "zeta")]
+    assert report.by_table()["sessions"] == 1
+    # Audited per tenant, counts only.
+    acme = await AuditStore(db).list("acme", action="retention.purged")
+    zeta = await AuditStore(db).list("zeta", action="retention.purged")
+    assert acme[0].details["rows"]["events"] == before[old]
+    assert zeta[0].details["rows"]["sessions"] == 1
+    assert "events" not in zeta[0].details["rows"] or zeta[0].details["rows"]["events"] > 0
+
+
+async def test_batches_stay_under_their_bound_and_a_second_run_finds_nothing(
+    open_db: Any,
+) -> None:
+    db = await open_db()
+    sessions = [await finished_session(db, "acme", turns=3) for _ in range(3)]
+    for s in sessions:
+        await archive(db, s, days_ago=31)
+    total = sum([await _count(db, "events", s) for s in sessions])
+    purger = Purger(db, RetentionPolicy(batch_rows=7, pause_s=0))
+
+    report = await purger.purge(now=NOW)
+
+    assert report.by_table()["events"] == total
+    assert 0 < report.max_batch_rows <= 7
+    assert report.batches >= total // 7
+    again = await purger.purge(now=NOW)
+    assert again.rows == 0
+    assert again.batches == len(RetentionPolicy().cutoffs(NOW))  # one look per rule
+
+
+async def test_a_resumed_session_keeps_its_rows_until_archived_again(open_db: Any) -> None:
+    db = await open_db()
+    session_id = await finished_session(db, "acme")
+    await archive(db, session_id, days_ago=40)
+    await db.write(
+        lambda conn: conn.execute(
+            "UPDATE sessions SET status = 'active' WHERE id = ?", (session_id,)
+        )
+    )
+    await Purger(db, RetentionPolicy()).purge(now=NOW)
+    assert await _count(db, "events", session_id) > 0
+
+    await archive(db, session_id, days_ago=35)  # archived again, a while ago
+    await Purger(db, RetentionPolicy()).purge(now=NOW)
+    assert await _count(db, "events", session_id) == 0
+
+
+async def test_old_audit_rows_go_recent_ones_stay_and_zero_keeps_for_ever(
+    open_db: Any,
+) -> None:
+    db = await open_db()
+    store = Store(db)
+
+    def rows(tx: Tx) -> None:
+        for days in (400, 10):
+            tx.now = NOW - days * DAY
+            audit.record(tx, tenant_id="acme", actor="op", role="operator", action=f"x.{days}")
+
+    await store.transact(rows)
+    await Purger(db, RetentionPolicy(audit_days=0)).purge(now=NOW)
+    assert len(await AuditStore(db).list("acme")) == 2
+
+    report = await Purger(db, RetentionPolicy()).purge(now=NOW)
+    assert report.by_table() == {"audit_log": 1}
+    left = [e.action for e in await AuditStore(db).list("acme")]
+    assert left == ["x.10", "retention.purged"]
+
+
+def test_the_purge_knows_every_table_of_a_session() -> None:
+    # A session table the purge did not know would go only by the session's cascade, in one
+    # unbounded statement; erasure (`SESSION_TABLES`) and retention must name the same tables.
+    assert set(SESSION_RULES["sessions"]) == set(SESSION_TABLES)
