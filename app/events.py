@@ -151,6 +151,14 @@ def message_completed(
     return NewEvent(EventType.MESSAGE_COMPLETED, data, turn_id)
 
 
+# What a superseded event of a completed turn keeps once its final message is stored: every
+# `message.delta` an empty `text` (`message.completed` carries the whole reply), each step's
+# `step.updated` but its last only these keys (in this order). The row and its sequence number
+# stay (replay stays gap-free); only the payload shrinks (app/storage/events.py).
+SUPERSEDED_DELTA: dict[str, Any] = {"text": ""}
+SUPERSEDED_STEP_KEYS = ("step_id", "status")
+
+
 # -- steps and tools ------------------------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer
 from app.settings import Settings
-from app.testing import LiveService, serve
+from app.testing import LiveService, SseEvent, serve
 from tests.postgres import pg_url  # noqa: F401  # a fixture: a fresh PostgreSQL database
 
 for _name in list(os.environ):
@@ -174,3 +174,30 @@ async def tools_service(make_settings: Any) -> AsyncIterator[LiveService]:
     async with serve(make_settings(tools_file=FIXTURE_TOOLS)) as service:
         yield service
     REC.reset()
+
+
+def replay_of(live: list[SseEvent]) -> list[tuple[str | None, str, Any]]:
+    """What replaying these live events of a completed turn gives (README, "Following a
+    session"): the same ids and types; `message.delta`s with empty text, each step's earlier
+    `step.updated`s as `{turn_id, step_id, status}`, everything else as it went out live."""
+    expected: list[tuple[str | None, str, Any]] = []
+    for i, e in enumerate(live):
+        data = e.data
+        if e.event == "message.delta":
+            data = {"turn_id": data["turn_id"], "text": ""}
+        elif e.event == "step.updated" and any(
+            later.event == "step.updated" and later.data["step_id"] == data["step_id"]
+            for later in live[i + 1 :]
+        ):
+            data = {k: data[k] for k in ("turn_id", "step_id", "status")}
+        expected.append((e.id, e.event, data))
+    return expected
+
+
+def reply_shown(events: list[SseEvent]) -> str:
+    """The reply a client ends with: `message.completed`'s text; the deltas it saw must be a
+    beginning of it (a finished turn's replayed deltas are empty)."""
+    text = "".join(e.data["text"] for e in events if e.event == "message.delta")
+    (final,) = [e.data["text"] for e in events if e.event == "message.completed"]
+    assert final.startswith(text), (text, final)
+    return str(final)

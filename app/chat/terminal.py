@@ -37,7 +37,7 @@ class Chat:
         self.read = read
         self.last_seq = 0  # the last event shown: where a cancelled turn is followed from
         self._open_line = False  # streamed text not yet ended by a newline
-        self._streamed = False  # the current message came as deltas
+        self._streamed = ""  # the current message's text shown so far, from its deltas
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -142,18 +142,26 @@ class Chat:
         data = frame.data
         match frame.event:
             case EventType.MESSAGE_DELTA:
+                text = str(data.get("text", ""))
+                if not text:  # a finished turn's replayed delta: message.completed has it all
+                    return False
                 if not self._open_line:
                     self.write("hermes> ")
                     self._open_line = True
-                self._streamed = True
-                self.write(str(data.get("text", "")))
+                self._streamed += text
+                self.write(text)
             case EventType.MESSAGE_COMPLETED:
                 author = data.get("author")
+                text = str(data.get("text", ""))
                 if author and author != "assistant":
-                    self.line(f"{author}> {data.get('text', '')}")
+                    self.line(f"{author}> {text}")
                 elif not self._streamed:
-                    self.line(f"hermes> {data.get('text', '')}")
-                self._streamed = False
+                    self.line(f"hermes> {text}")
+                elif text.startswith(self._streamed) and self._open_line:
+                    self.write(text[len(self._streamed) :])  # the rest was not streamed here
+                elif text != self._streamed:
+                    self.line(f"hermes> {text}")
+                self._streamed = ""
             case EventType.TURN_QUEUED:
                 self.line(f"[queued behind {data.get('ahead', '?')} turn(s)]")
             case EventType.TOOL_STARTED:

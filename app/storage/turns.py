@@ -12,6 +12,7 @@ from typing import Any, Literal
 from app import events
 from app.errors import QueueFull, SessionBusy
 from app.storage import approvals, leases, steps
+from app.storage.events import coalesce_turn
 from app.storage.fence import Fence
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
@@ -31,12 +32,15 @@ class Accepted:
 
 
 def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
-    """Store what the NLU made of the user's message on it, and announce it."""
+    """Store what the NLU made of the user's message on it, and announce it. The message keeps
+    the record without its `ranking` (the runners-up, read by nobody after the turn; the
+    announcement carries them): every turn's user message is stored for the longest."""
+    kept = {k: v for k, v in data.items() if k != "ranking"}
     if tx.dialect == "postgres":
         sql = "UPDATE messages SET metadata = jsonb_set(metadata, '{nlu}', ?::jsonb) WHERE id = ?"
     else:
         sql = "UPDATE messages SET metadata = json_set(metadata, '$.nlu', json(?)) WHERE id = ?"
-    tx.execute(sql, (dumps(data), turn.user_message_id))
+    tx.execute(sql, (dumps(kept), turn.user_message_id))
     tx.emit(
         turn.session_id,
         turn.tenant_id,
@@ -188,6 +192,7 @@ def complete_turn(
     if snapshot is not None:
         snapshot(tx)
     tx.emit(turn.session_id, turn.tenant_id, *events.message_completed(turn.id, message.id, text))
+    coalesce_turn(tx, turn)
     tx.emit(
         turn.session_id,
         turn.tenant_id,

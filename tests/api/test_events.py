@@ -9,7 +9,7 @@ from typing import Any
 from app.llm.testing import FakeLLMServer, Reply
 from app.testing import LiveService, SseEvent, read_events, serve, stream_turn
 from tests.api.test_sessions import assert_error
-from tests.conftest import new_session
+from tests.conftest import new_session, replay_of
 
 WORDS = "one two three four five six seven eight nine ten eleven twelve"
 
@@ -145,6 +145,18 @@ async def test_coalesced_text_replays_exactly_once(
     ) as response:
         resumed = [e async for e in read_events(response, until="turn.completed")]
     assert [e.id for e in resumed] == [e.id for e in everything[everything.index(deltas[0]) + 1 :]]
-    assert "".join(e.data["text"] for e in [deltas[0], *resumed] if e.event == "message.delta") == (
-        WORDS
-    )
+    # The turn is finished: its stored deltas were coalesced (same ids, empty text) and
+    # message.completed carries the whole reply.
+    assert [e.data for e in resumed if e.event == "message.delta"] == [
+        {"turn_id": deltas[0].data["turn_id"], "text": ""}
+    ]
+    assert [e.data["text"] for e in resumed if e.event == "message.completed"] == [WORDS]
+    # From the start: each step's earlier states are {turn_id, step_id, status}, its last whole.
+    async with service.client.stream(
+        "GET", f"/v1/sessions/{session_id}/events", headers={"Last-Event-ID": "0"}
+    ) as response:
+        replayed = [e async for e in read_events(response, until="turn.completed")]
+    replayed = replayed[len(replayed) - len(everything) :]
+    assert replay_of(everything) == [(e.id, e.event, e.data) for e in replayed]
+    steps = [e for e in everything if e.event == "step.updated"]
+    assert len({e.data["step_id"] for e in steps}) < len(steps)  # some state was superseded

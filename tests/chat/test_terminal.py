@@ -193,3 +193,32 @@ async def test_an_unreachable_service_is_one_line_and_exit_2() -> None:
     with terminal("--url", "http://127.0.0.1:9") as term:
         await term.expect("hermes chat: cannot reach http://127.0.0.1:9: ConnectError")
         assert await term.exit_code() == 2
+
+
+def _shown(*frames: tuple[str, dict[str, Any]]) -> str:
+    from io import StringIO
+
+    from app.chat.client import Frame
+    from app.chat.terminal import Chat
+
+    out = StringIO()
+    chat = Chat(None, "ses_x", out, input)  # type: ignore[arg-type]  # show() needs no client
+    for seq, (event, data) in enumerate(frames, 1):
+        chat.show(Frame(seq, event, data))
+    return out.getvalue()
+
+
+def test_a_finished_turn_replayed_shows_its_reply_once() -> None:
+    done = ("message.completed", {"text": "one two three"})
+    # live: the deltas stream the text, message.completed adds nothing
+    assert _shown(
+        ("message.delta", {"text": "one "}), ("message.delta", {"text": "two three"}), done
+    ) == ("hermes> one two three")
+    # replayed after the end: the deltas are empty, the reply comes from message.completed
+    assert _shown(("message.delta", {"text": ""}), ("message.delta", {"text": ""}), done) == (
+        "hermes> one two three\n"
+    )
+    # reconnected mid-reply: the first delta was live, the rest comes from message.completed
+    assert _shown(("message.delta", {"text": "one "}), ("message.delta", {"text": ""}), done) == (
+        "hermes> one two three"
+    )

@@ -397,9 +397,15 @@ async def test_record_understanding_marks_the_message_and_announces_it(stores: S
     session_id = await stores.session()
     turn = (await accepted(stores, session_id)).turn
 
-    await stores.turns.record_understanding(turn, {"intent": "order_status", "confidence": 0.9})
+    ranking = [
+        {"intent": "order_status", "confidence": 0.9},
+        {"intent": "greet", "confidence": 0.1},
+    ]
+    nlu = {"intent": "order_status", "confidence": 0.9, "ranking": ranking}
+    await stores.turns.record_understanding(turn, nlu)
 
     [message] = await stores.history(session_id)
+    # the ranking is announced only: the message, kept longest, has no use for it
     assert message.metadata["nlu"] == {"intent": "order_status", "confidence": 0.9}
     [event] = await stores.events.after(session_id, 1)
     assert (event.type, event.data["intent"], event.data["message_id"]) == (
@@ -407,3 +413,4 @@ async def test_record_understanding_marks_the_message_and_announces_it(stores: S
         "order_status",
         turn.user_message_id,
     )
+    assert event.data["ranking"] == ranking
