@@ -9,6 +9,7 @@ asked for. Each model's price is looked up once and kept.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import json
 import logging
@@ -37,7 +38,10 @@ class Price:
 FREE = Price()
 
 
+@functools.cache
 def _bundled_map() -> dict[str, Any]:
+    """Read once per process (about 5 MB, 45 ms), however many runtimes price models: the file
+    does not change while the process runs. Callers only read it."""
     spec = importlib.util.find_spec("litellm")
     locations = list(spec.submodule_search_locations or []) if spec else []
     for location in locations:
