@@ -37,9 +37,10 @@ from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
 # the tenant's usage of the day (the session's rides on the end's own update of the session).
 # A step with an expected output schema adds one: storing the schema once (`step_schemas`; a
 # lookup that writes nothing once the schema is there) so the step only refers to it.
-# The turn's end adds two: coalescing its superseded events (the deltas, earlier step states).
-PLAIN = DbCounts(jobs=6, writes=46, reads=9, events=8)
-ORDER_STATUS = DbCounts(jobs=10, writes=75, reads=9, events=15)
+# The turn's end adds one: deleting its superseded events (the deltas, earlier step states,
+# started tool calls that completed).
+PLAIN = DbCounts(jobs=6, writes=45, reads=9, events=8)
+ORDER_STATUS = DbCounts(jobs=10, writes=74, reads=9, events=15)
 
 
 async def idle(svc: LiveService) -> None:
