@@ -145,9 +145,10 @@ async def test_one_turn_stores_the_reply_snapshot_and_events(tmp_path: Path) -> 
 
         assert (turn.status, outcome.text) == ("completed", "Hi! How can I help?")
         assert await core.reply(turn) == "Hi! How can I help?"
+        # The log keeps what the turn's end did not delete (its delta: the reply is whole in
+        # message.completed).
         assert types(await core.log(session_id), turn_id=turn.id) == [
             "turn.started",
-            "message.delta",
             "message.completed",
             "turn.completed",
         ]
@@ -183,11 +184,10 @@ async def test_a_turn_with_a_tool_records_call_result_and_completed_step(tmp_pat
             ("assistant", None),
         ]
         assert stored[-1].content == "k is known."
+        # tool.started and the delta are superseded (tool.completed, message.completed).
         assert types(await core.log(session_id), turn_id=turn.id) == [
             "turn.started",
-            "tool.started",
             "tool.completed",
-            "message.delta",
             "message.completed",
             "turn.completed",
         ]

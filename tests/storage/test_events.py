@@ -102,7 +102,7 @@ async def test_a_completed_turns_superseded_events_are_deleted_and_no_other_rows
         ("step.updated", turn.id, "s2"),
         ("tool.started", turn.id, "c2"),  # no completion: kept
         ("message.delta", queued.id, "not mine"),
-        ("message.completed", turn.id, None),
+        ("message.completed", turn.id, "one two"),
         ("turn.completed", turn.id, None),
     ]
     # What is left is stored as it was (byte for byte: same payloads, same ids) ...
