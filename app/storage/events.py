@@ -1,4 +1,9 @@
-"""Reading a session's event log (appending happens through `Tx.emit`)."""
+"""Reading a session's event log (appending happens through `Tx.emit`).
+
+A row is keyed by its session's integer key and carries its turn's number in the session
+(migration 0017); every reader sees session, tenant and turn ids as they were sent, joined
+back from `sessions` and `turns` (`SELECT_EVENTS`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,15 @@ from app import events
 from app.events import EventType
 from app.storage.records import Event, Turn
 from app.storage.tx import Store, Tx
+
+# The events of one session (`s.id = ?`) with the columns `Event.from_row` reads.
+SELECT_EVENTS = (
+    "SELECT s.id AS session_id, e.seq, s.tenant_id, t.id AS turn_id, e.type, e.data,"
+    " e.created_at FROM sessions s JOIN events e ON e.session_key = s.session_key"
+    " LEFT JOIN turns t ON t.session_id = s.id AND t.number = e.turn_number WHERE s.id = ?"
+)
+# A session's key, for a statement on its events.
+SESSION_KEY = "(SELECT session_key FROM sessions WHERE id = ?)"
 
 
 def _field(table: str, key: str, dialect: str) -> str:
@@ -19,13 +33,13 @@ def _drop_superseded_sql(dialect: str) -> str:
     # Each kind of superseded event: the later event of the turn that supersedes it.
     later = [
         f"(events.type = '{kind}' AND EXISTS (SELECT 1 FROM events later"
-        " WHERE later.session_id = events.session_id AND later.seq > events.seq"
-        f" AND later.turn_id = events.turn_id AND later.type = '{by}'"
+        " WHERE later.session_key = events.session_key AND later.seq > events.seq"
+        f" AND later.turn_number = events.turn_number AND later.type = '{by}'"
         f" AND {_field('later', key, dialect)} = {_field('events', key, dialect)}))"
         for kind, (by, key) in events.SUPERSEDED_BY.items()
     ]
     return (
-        "DELETE FROM events WHERE session_id = ? AND seq > ? AND turn_id = ?"
+        f"DELETE FROM events WHERE session_key = {SESSION_KEY} AND seq > ? AND turn_number = ?"
         f" AND (events.type = '{EventType.MESSAGE_DELTA}' OR {' OR '.join(later)})"
     )
 
@@ -45,14 +59,13 @@ def drop_superseded(tx: Tx, turn: Turn) -> None:
     transactions that wrote them, not read back); one that reads the finished turn from the
     log (a reconnect, a gap, polling while Redis is away) gets the reply from
     `message.completed` and each step's and call's final state."""
-    tx.execute(_DROP_SUPERSEDED[tx.dialect], (turn.session_id, turn.accepted_seq, turn.id))
+    tx.execute(_DROP_SUPERSEDED[tx.dialect], (turn.session_id, turn.accepted_seq, turn.number))
 
 
 class EventStore(Store):
     async def after(self, session_id: str, after_seq: int, limit: int = 500) -> list[Event]:
         rows = await self.db.fetchall(
-            "SELECT session_id, seq, tenant_id, turn_id, type, data, created_at FROM events"
-            " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            f"{SELECT_EVENTS} AND e.seq > ? ORDER BY e.seq LIMIT ?",
             (session_id, after_seq, limit),
         )
         return [Event.from_row(r) for r in rows]

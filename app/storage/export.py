@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.storage.events import SELECT_EVENTS
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
 from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES, archived_index
@@ -51,14 +52,20 @@ async def _session_rows(
             due = [r for r, cutoff in cutoffs.items() if archived_at < cutoff]
             tables = dict.fromkeys(t for rule in due for t in SESSION_RULES[rule])
             for table in tables:
-                column = "id" if table == "sessions" else "session_id"
-                for row in await db.fetchall(
-                    f"SELECT * FROM {table} WHERE {column} = ?", (session_id,)
-                ):
+                for row in await db.fetchall(_select(table), (session_id,)):
                     yield table, _as_dict(row)
         if len(sessions) < _PAGE:
             return
         after = (sessions[-1][1], sessions[-1][0])
+
+
+def _select(table: str) -> str:
+    """A session's rows of `table`; events with their session, tenant and turn ids (the row
+    itself has integer keys: app/storage/events.py), in order."""
+    if table == "events":
+        return f"{SELECT_EVENTS} ORDER BY e.seq"
+    column = "id" if table == "sessions" else "session_id"
+    return f"SELECT * FROM {table} WHERE {column} = ?"
 
 
 async def _old_rows(
