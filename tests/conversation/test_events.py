@@ -21,6 +21,7 @@ from app.storage.sessions import SessionStore
 from app.storage.sqlite import SqliteDatabase
 from app.storage.turns import TurnStore
 from app.storage.tx import Store, Tx
+from tests.storage.test_usage import running_turn
 
 TENANT = "default"
 DEADLINE_S = 5.0
@@ -180,19 +181,7 @@ async def test_a_finished_turns_holes_neither_loop_nor_lose_an_event(log: Log) -
     # through it, reconnecting in the middle or after the end, each get every event still
     # stored exactly once, in order, and then follow live events as before.
     turns = TurnStore(log.db, log.bus.publish)
-    accepted = await turns.accept(
-        tenant_id=TENANT,
-        session_id=log.session_id,
-        content="hi",
-        token_estimate=1,
-        client_message_id=None,
-        policy="enqueue",
-        max_queued=1,
-    )
-    assert accepted is not None
-    claimed = await turns.claim_next(log.session_id)  # turn.started: 2
-    assert claimed is not None
-    turn = claimed.turn
+    turn = await running_turn(turns, TENANT, log.session_id)  # turn.started: 2
 
     def delta(text: str) -> Callable[[Tx], int]:
         return lambda tx: tx.emit(log.session_id, TENANT, *events.message_delta(turn.id, text)).seq

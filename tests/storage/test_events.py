@@ -3,12 +3,13 @@ transaction that stores its reply, and nothing of another turn or session is tou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from app import events
 from app.storage.records import Event, Turn
 from app.storage.tx import Tx
 from tests.storage.test_turns import TENANT, Stores, accepted, stores  # noqa: F401 (a fixture)
+from tests.storage.test_usage import running_turn
 
 
 def _step(turn_id: str, step_id: str, status: str) -> events.NewEvent:
@@ -60,10 +61,7 @@ async def _emit(s: Stores, session_id: str, news: list[events.NewEvent]) -> None
 
 
 async def _running(s: Stores, session_id: str) -> Turn:
-    await accepted(s, session_id)
-    claimed = await s.turns.claim_next(session_id)
-    assert claimed is not None
-    return claimed.turn
+    return cast(Turn, await running_turn(s.turns, TENANT, session_id))
 
 
 async def test_a_completed_turns_superseded_events_are_deleted_and_no_other_rows(
