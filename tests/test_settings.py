@@ -166,3 +166,33 @@ def test_auth_settings_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     with pytest.raises(ConfigError, match="HERMES_JWT_SECRET") as caught:
         load_settings()
     assert "short" not in str(caught.value)  # a secret is never echoed
+
+
+@pytest.mark.parametrize(
+    ("steps", "events"),
+    [("31", "30"), ("0", "30")],  # longer than the events, or for ever while they are not
+)
+def test_steps_are_not_kept_longer_than_the_events_holding_their_results(
+    monkeypatch: pytest.MonkeyPatch, steps: str, events: str
+) -> None:
+    monkeypatch.setenv("HERMES_RETENTION_STEPS_DAYS", steps)
+    monkeypatch.setenv("HERMES_RETENTION_EVENTS_DAYS", events)
+    monkeypatch.setenv("HERMES_RETENTION_IDEMPOTENCY_DAYS", "0")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "HERMES_RETENTION_STEPS_DAYS" in message and "HERMES_RETENTION_EVENTS_DAYS" in message
+
+
+@pytest.mark.parametrize(("steps", "events"), [("30", "30"), ("7", "30"), ("7", "0"), ("0", "0")])
+def test_steps_may_go_with_or_before_their_events(
+    monkeypatch: pytest.MonkeyPatch, steps: str, events: str
+) -> None:
+    monkeypatch.setenv("HERMES_RETENTION_STEPS_DAYS", steps)
+    monkeypatch.setenv("HERMES_RETENTION_EVENTS_DAYS", events)
+    monkeypatch.setenv("HERMES_RETENTION_IDEMPOTENCY_DAYS", "0")
+    settings = load_settings()
+    assert (settings.retention_steps_days, settings.retention_events_days) == (
+        float(steps),
+        float(events),
+    )
