@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
+from typing import Any
+
 from app import events
 from app.events import EventType
+from app.storage.port import Database
 from app.storage.records import Event, Turn, dumps
 from app.storage.tx import Store, Tx
 
+_SEQS_PER_QUERY = 500  # far below SQLite's limit on a statement's parameters
 _TURN = "session_id = ? AND seq > ? AND turn_id = ? AND type = ?"
 
 
@@ -58,7 +64,31 @@ def coalesce_turn(tx: Tx, turn: Turn) -> None:
     )
 
 
+async def payloads(
+    db: Database, session_id: str, seqs: Collection[int]
+) -> dict[int, dict[str, Any]]:
+    """The stored payloads of some of a session's events, by sequence number; an event that is
+    gone (purged, erased) is left out. Other tables refer to an event by (session, seq) instead
+    of copying what it holds (a tool step's result: app/storage/steps.py); this is the one
+    query that follows such a reference. The payload is as stored: without the turn id."""
+    wanted = sorted(set(seqs))
+    found: dict[int, dict[str, Any]] = {}
+    for at in range(0, len(wanted), _SEQS_PER_QUERY):
+        some = wanted[at : at + _SEQS_PER_QUERY]
+        rows = await db.fetchall(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq IN"
+            f" ({', '.join('?' * len(some))})",
+            (session_id, *some),
+        )
+        found.update((int(seq), json.loads(data)) for seq, data in rows)
+    return found
+
+
 class EventStore(Store):
+    async def payloads(self, session_id: str, seqs: Collection[int]) -> dict[int, dict[str, Any]]:
+        """See `payloads`."""
+        return await payloads(self.db, session_id, seqs)
+
     async def after(self, session_id: str, after_seq: int, limit: int = 500) -> list[Event]:
         rows = await self.db.fetchall(
             "SELECT session_id, seq, tenant_id, turn_id, type, data, created_at FROM events"
