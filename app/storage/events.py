@@ -7,11 +7,17 @@ back from `sessions` and `turns` (`SELECT_EVENTS`).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
+from typing import Any
+
 from app import events
 from app.events import EventType
+from app.storage.port import Database
 from app.storage.records import Event, Turn
 from app.storage.tx import Store, Tx
 
+_SEQS_PER_QUERY = 500  # far below SQLite's limit on a statement's parameters
 # The events of one session (`s.id = ?`) with the columns `Event.from_row` reads.
 SELECT_EVENTS = (
     "SELECT s.id AS session_id, e.seq, s.tenant_id, t.id AS turn_id, e.type, e.data,"
@@ -62,7 +68,31 @@ def drop_superseded(tx: Tx, turn: Turn) -> None:
     tx.execute(_DROP_SUPERSEDED[tx.dialect], (turn.session_id, turn.accepted_seq, turn.number))
 
 
+async def payloads(
+    db: Database, session_id: str, seqs: Collection[int]
+) -> dict[int, dict[str, Any]]:
+    """The stored payloads of some of a session's events, by sequence number; an event that is
+    gone (purged, erased) is left out. Other tables refer to an event by (session, seq) instead
+    of copying what it holds (a tool step's result: app/storage/steps.py); this is the one
+    query that follows such a reference. The payload is as stored: without the turn id."""
+    wanted = sorted(set(seqs))
+    found: dict[int, dict[str, Any]] = {}
+    for at in range(0, len(wanted), _SEQS_PER_QUERY):
+        some = wanted[at : at + _SEQS_PER_QUERY]
+        rows = await db.fetchall(
+            f"SELECT seq, data FROM events WHERE session_key = {SESSION_KEY} AND seq IN"
+            f" ({', '.join('?' * len(some))})",
+            (session_id, *some),
+        )
+        found.update((int(seq), json.loads(data)) for seq, data in rows)
+    return found
+
+
 class EventStore(Store):
+    async def payloads(self, session_id: str, seqs: Collection[int]) -> dict[int, dict[str, Any]]:
+        """See `payloads`."""
+        return await payloads(self.db, session_id, seqs)
+
     async def after(self, session_id: str, after_seq: int, limit: int = 500) -> list[Event]:
         rows = await self.db.fetchall(
             f"{SELECT_EVENTS} AND e.seq > ? ORDER BY e.seq LIMIT ?",

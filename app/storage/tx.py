@@ -174,20 +174,31 @@ class TurnWrites:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._held: list[Callable[[Tx], object]] = []
+        self._following: list[Callable[[Tx], object]] = []
 
     def hold(self, fn: Callable[[Tx], object]) -> None:
         self._held.append(fn)
 
+    def follow(self, fn: Callable[[Tx], object]) -> None:
+        """Like `hold`, but run *after* the next write, in its transaction: `fn` sees what that
+        write did (`tx.events`: e.g. the `tool.completed` whose result a step refers to)."""
+        self._following.append(fn)
+
     def send(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
-        """The held writes and `fn` as one transaction, queued without waiting."""
+        """The held writes, `fn` and the following ones as one transaction, queued without
+        waiting."""
         held, self._held = self._held, []
-        if not held:
+        following, self._following = self._following, []
+        if not held and not following:
             return self._store.transact_nowait(fn)
 
         def carried(tx: Tx) -> T:
             for write in held:
                 write(tx)
-            return fn(tx)
+            result = fn(tx)
+            for write in following:
+                write(tx)
+            return result
 
         return self._store.transact_nowait(carried)
 
@@ -198,7 +209,7 @@ class TurnWrites:
 
     def release(self) -> None:
         """Send what is held on its own (the turn ends without another write to carry it)."""
-        if not self._held:
+        if not self._held and not self._following:
             return
         try:
             self.send(lambda tx: None).add_done_callback(_log_failure)

@@ -35,8 +35,9 @@ from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
 # The wait's follower reads the log once more when live events reach it while its first read
 # is still out (timing: seen on a loaded machine). Budgets add one statement to the turn's end:
 # the tenant's usage of the day (the session's rides on the end's own update of the session).
-# A step with an expected output schema adds one: storing the schema once (`step_schemas`; a
-# lookup that writes nothing once the schema is there) so the step only refers to it.
+# A tool step with an expected output schema adds one: storing the schema once (`step_schemas`;
+# a lookup that writes nothing once the schema is there) so the step only refers to it (a model
+# step's schema, always the same, is not stored: one statement less per model call).
 # The turn's end adds one: deleting its superseded events (the deltas, earlier step states,
 # started tool calls that completed).
 PLAIN = DbCounts(jobs=6, writes=45, reads=9, events=8)

@@ -137,3 +137,21 @@ async def test_a_turns_event_without_its_id_first_is_refused(db: Database) -> No
         await Store(db).transact(
             lambda tx: tx.emit(SESSION, "t", EventType.TURN_QUEUED, {"ahead": 2}, "turn_1")
         )
+
+
+async def test_a_following_write_runs_after_the_next_one_and_sees_its_events(
+    db: Database,
+) -> None:
+    published: list[list[Event]] = []
+    writes = TurnWrites(Store(db, published.append))
+    seen: list[list[str]] = []
+    writes.hold(event("a"))
+    writes.follow(lambda tx: seen.append([e.type for e in tx.events]))
+    writes.follow(event("c"))
+    await writes.now(event("b"))
+    assert seen == [["a", "b"]]
+    assert [[e.type for e in batch] for batch in published] == [["a", "b", "c"]]
+    writes.follow(event("d"))
+    writes.release()  # a following write with nothing to follow goes on its own
+    await writes.now(event("e"))
+    assert [[e.type for e in batch] for batch in published][1:] == [["d"], ["e"]]
