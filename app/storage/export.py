@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.storage.events import payloads
+from app.storage.events import SELECT_EVENTS, payloads
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
 from app.storage.records import dumps
@@ -55,13 +55,7 @@ async def _session_rows(
             due = [r for r, cutoff in cutoffs.items() if archived_at < cutoff]
             tables = dict.fromkeys(t for rule in due for t in SESSION_RULES[rule])
             for table in tables:
-                column = "id" if table == "sessions" else "session_id"
-                rows = [
-                    _as_dict(row)
-                    for row in await db.fetchall(
-                        f"SELECT * FROM {table} WHERE {column} = ?", (session_id,)
-                    )
-                ]
+                rows = [_as_dict(row) for row in await db.fetchall(_select(table), (session_id,))]
                 if table == "steps":
                     rows = await _results_inline(db, session_id, rows)
                 for row in rows:
@@ -69,6 +63,15 @@ async def _session_rows(
         if len(sessions) < _PAGE:
             return
         after = (sessions[-1][1], sessions[-1][0])
+
+
+def _select(table: str) -> str:
+    """A session's rows of `table`; events with their session, tenant and turn ids (the row
+    itself has integer keys: app/storage/events.py), in order."""
+    if table == "events":
+        return f"{SELECT_EVENTS} ORDER BY e.seq"
+    column = "id" if table == "sessions" else "session_id"
+    return f"SELECT * FROM {table} WHERE {column} = ?"
 
 
 async def _old_rows(

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from app import events
-from app.storage.events import EventStore
+from app.storage.events import SESSION_KEY, EventStore
 from app.storage.export import rows_due
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
@@ -86,7 +86,8 @@ async def test_a_result_whose_event_is_gone_reads_as_a_marker(open_db: Any) -> N
     ref, _, seq = await tool_step(db)
     await db.write(
         lambda c: c.execute(
-            "DELETE FROM events WHERE session_id = ? AND seq = ?", (ref.session_id, seq)
+            f"DELETE FROM events WHERE session_key = {SESSION_KEY} AND seq = ?",
+            (ref.session_id, seq),
         )
     )
     [step] = await StepStore(db).for_session("acme", ref.session_id)

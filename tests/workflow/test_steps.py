@@ -207,7 +207,8 @@ async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
 async def tool_results(svc: LiveService, session_id: str) -> dict[int, Any]:
     """The session's `tool.completed` events as stored: seq -> the result they carry."""
     rows = await svc.runtime.db.fetchall(
-        "SELECT seq, data FROM events WHERE session_id = ? AND type = 'tool.completed'",
+        "SELECT seq, data FROM events WHERE session_key = (SELECT session_key FROM sessions"
+        " WHERE id = ?) AND type = 'tool.completed'",
         (session_id,),
     )
     return {int(seq): json.loads(data)["result"] for seq, data in rows}
