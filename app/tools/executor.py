@@ -171,10 +171,10 @@ class TurnTools:
             # What the tool returned is now in the conversation, for this turn and the next.
             self.policy.taint.add(f"output of {spec.name}", lasting=True)
         duration = time.perf_counter() - started
+        # The turn (the trace) is the event's and the log record's own: not copied in here.
         result = self.executor.shape(raw, spec).with_metadata(
             duration_ms=round(duration * 1000, 3),
             attempt=self.attempts[call.name],
-            trace_id=self.scope.trace_id,
         )
         metrics.TOOL_CALLS.labels(tool=call.name, status=result.status).inc()
         metrics.TOOL_SECONDS.labels(tool=call.name).observe(duration)
