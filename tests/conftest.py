@@ -162,6 +162,24 @@ async def new_session(svc: LiveService, user_id: str = "u1", **metadata: Any) ->
     return str(response.json()["id"])
 
 
+async def a_turn(db: Any, tenant_id: str, session_id: str) -> str:
+    """A real (queued) turn of the session, for code that writes a turn's events outside a
+    running service: `Tx.emit` stores a turn's events under its number in the session."""
+    from app.storage.turns import TurnStore
+
+    accepted = await TurnStore(db).accept(
+        tenant_id=tenant_id,
+        session_id=session_id,
+        content="hello",
+        token_estimate=1,
+        client_message_id=None,
+        policy="enqueue",
+        max_queued=100,
+    )
+    assert accepted is not None
+    return accepted.turn.id
+
+
 FIXTURE_TOOLS = Path(__file__).parent / "tools" / "fixture_tools.yaml"
 
 

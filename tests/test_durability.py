@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from app.llm.testing import FakeLLMServer, Reply
-from app.testing import read_events
+from app.testing import SseEvent, read_events
+from tests.conftest import superseded
 from tests.serve_util import free_port, hermes_env, spawn_hermes, wait_healthy
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
         proc = _start(db, port, llm)
         acked_messages: list[tuple[str, str, str]] = []  # (session, user msg id, assistant id)
         acked_sessions: list[str] = []
-        acked_events: dict[str, dict[str, str]] = {}  # session -> {seq: type}
+        acked_events: dict[str, list[SseEvent]] = {}  # session -> what its streams got
         stop = asyncio.Event()
         try:
             await wait_healthy(base, proc, db.with_suffix(".log"))
@@ -88,14 +89,21 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
                 for session_id, user_id, assistant_id in acked_messages:
                     assert user_id in stored[session_id]
                     assert assistant_id in stored[session_id]
-                for session_id, events in acked_events.items():
+                for session_id, seen in acked_events.items():
+                    # Each acknowledged turn completed: its end deleted its superseded events.
+                    events = {
+                        str(e.id): e.event
+                        for i, e in enumerate(seen)
+                        if not superseded(e, seen[i + 1 :])
+                    }
+                    last = max(int(k) for k in events)
                     async with client.stream(
                         "GET", f"/v1/sessions/{session_id}/events", params={"after": 0}
                     ) as response:
                         logged: dict[str, str] = {}
                         async for event in read_events(response):
                             logged[str(event.id)] = event.event
-                            if len(logged) >= max(int(k) for k in events):
+                            if int(event.id or 0) >= last:
                                 break
                     for seq, event_type in events.items():
                         assert logged.get(seq) == event_type
@@ -112,7 +120,7 @@ async def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
 
 
 async def _stream_one(
-    client: httpx.AsyncClient, session_id: str, content: str, sink: dict[str, dict[str, str]]
+    client: httpx.AsyncClient, session_id: str, content: str, sink: dict[str, list[SseEvent]]
 ) -> None:
     async with client.stream(
         "POST",
@@ -121,4 +129,4 @@ async def _stream_one(
         headers={"Accept": "text/event-stream"},
     ) as response:
         async for event in read_events(response, until="turn.completed"):
-            sink.setdefault(session_id, {})[str(event.id)] = event.event
+            sink.setdefault(session_id, []).append(event)

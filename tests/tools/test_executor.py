@@ -36,7 +36,7 @@ from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
-from tests.conftest import new_session
+from tests.conftest import a_turn, new_session
 from tests.tools.fixture_tools import REC
 
 HERE = Path(__file__).parent
@@ -94,7 +94,8 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 async def scope(db: Database) -> TurnScope:
     session = await SessionStore(db).create("default", "u1", {})
-    return TurnScope("default", "u1", session.id, "turn_1", "trace_1")
+    turn_id = await a_turn(db, "default", session.id)
+    return TurnScope("default", "u1", session.id, turn_id, "trace_1")
 
 
 @pytest.fixture
