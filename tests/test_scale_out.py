@@ -33,6 +33,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer, Gate, Reply
 from app.testing import SseEvent, read_events
+from tests.api.test_cancel import assert_cancelled
 from tests.api.test_fanout import fanout_metrics
 from tests.conftest import copy_demo
 from tests.postgres import fresh_database
@@ -291,14 +292,7 @@ async def _cancel_elsewhere(cluster: Cluster, a: httpx.AsyncClient, b: httpx.Asy
             owner, _token, _expires = await asyncio.to_thread(_lease, cluster, session_id)
             assert _pid(owner) == cluster.procs[0].pid, "the turn runs on A"
 
-            cancelled = await b.post(f"/v1/sessions/{session_id}/cancel")
-            assert cancelled.status_code == 200, cancelled.text
-            assert cancelled.json() == {
-                "turn_id": turn_id,
-                "session_id": session_id,
-                "status": "failed",
-                "code": "cancelled",
-            }
+            assert_cancelled(await b.post(f"/v1/sessions/{session_id}/cancel"), session_id, turn_id)
             await _read(events, seen, _ended)
         assert (seen[-1].event, seen[-1].data["code"]) == ("turn.failed", "cancelled")
         assert _deltas(seen) == CHUNKS[:HELD], "the reply went on after the cancel"

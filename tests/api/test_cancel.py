@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from unittest.mock import ANY
 
+import httpx
 import pytest
 
 from app.llm.testing import FakeLLMServer, Gate, Reply
@@ -42,14 +43,8 @@ async def test_cancel_ends_the_running_turn_and_the_session_carries_on(
                 events = aiter(read_events(response))
                 await events_until(events, seen, "message.delta")  # the model is held mid-reply
                 cancelled = await svc.client.post(f"/v1/sessions/{session_id}/cancel")
-                assert cancelled.status_code == 200, cancelled.text
                 turn_id = seen[0].data["turn_id"]
-                assert cancelled.json() == {
-                    "turn_id": turn_id,
-                    "session_id": session_id,
-                    "status": "failed",
-                    "code": "cancelled",
-                }
+                assert_cancelled(cancelled, session_id, turn_id)
                 await events_until(events, seen, "turn.failed", "turn.completed")
             assert seen[-1].event == "turn.failed"
             assert seen[-1].data["code"] == "cancelled" and seen[-1].data["turn_id"] == turn_id
@@ -113,6 +108,17 @@ async def test_nothing_to_cancel_is_409_and_an_unknown_session_404(
     )
 
 
+def assert_cancelled(response: httpx.Response, session_id: str, turn_id: str) -> None:
+    """The cancel's answer: 200 with the turn as it ended, by this cancel."""
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "turn_id": turn_id,
+        "session_id": session_id,
+        "status": "failed",
+        "code": "cancelled",
+    }
+
+
 async def replay(svc: LiveService, session_id: str) -> list[SseEvent]:
     """Every stored event of the session, read back over SSE (`?after=0`) to the last one."""
     last = (await svc.client.get(f"/v1/sessions/{session_id}")).json()["last_event_seq"]
@@ -166,13 +172,7 @@ async def test_a_cancel_sent_to_b_ends_the_turn_running_on_a(
                 await until_queued(b, session_id, 2)
 
                 cancelled = await b.client.post(f"/v1/sessions/{session_id}/cancel")
-                assert cancelled.status_code == 200, cancelled.text
-                assert cancelled.json() == {
-                    "turn_id": turn_id,
-                    "session_id": session_id,
-                    "status": "failed",
-                    "code": "cancelled",
-                }
+                assert_cancelled(cancelled, session_id, turn_id)
                 await events_until(events, seen, "turn.failed", "turn.completed")
             assert seen[-1].event == "turn.failed"
             assert seen[-1].data == {"turn_id": turn_id, "code": "cancelled", "message": ANY}
