@@ -151,12 +151,18 @@ def message_completed(
     return NewEvent(EventType.MESSAGE_COMPLETED, data, turn_id)
 
 
-# What a superseded event of a completed turn keeps once its final message is stored: every
-# `message.delta` an empty `text` (`message.completed` carries the whole reply), each step's
-# `step.updated` but its last only these keys (in this order). The row and its sequence number
-# stay (replay stays gap-free); only the payload shrinks (app/storage/events.py).
-SUPERSEDED_DELTA: dict[str, Any] = {"text": ""}
-SUPERSEDED_STEP_KEYS = ("step_id", "status")
+# What a completed turn's log no longer needs once its final message is stored: the events
+# another event of the turn supersedes, deleted in the transaction that stores the final message
+# (app/storage/events.py; README "Following a session"). Every `message.delta` (that
+# `message.completed` carries the whole reply is why the deletion waits for it); and each event
+# of a type here for which a later event of the turn, of the type it maps to, has the same value
+# under the key: each step's `step.updated` but its last (the step's final state), each
+# `tool.started` whose `tool.completed` is stored (the call's tool, status and result). Their
+# sequence numbers are not reused: a finished turn's replay has holes where they were.
+SUPERSEDED_BY: dict[EventType, tuple[EventType, str]] = {
+    EventType.STEP_UPDATED: (EventType.STEP_UPDATED, "step_id"),
+    EventType.TOOL_STARTED: (EventType.TOOL_COMPLETED, "call_id"),
+}
 
 
 # -- steps and tools ------------------------------------------------------------------------------

@@ -397,6 +397,19 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _events_outlive_steps(self) -> Settings:
+        # A tool step's result is stored once, in its `tool.completed` event, which the step
+        # refers to: the step must not be kept longer than that event.
+        steps, events = self.retention_steps_days, self.retention_events_days
+        if events and (not steps or steps > events):
+            raise ValueError(
+                "HERMES_RETENTION_STEPS_DAYS must be at most HERMES_RETENTION_EVENTS_DAYS"
+                " (and not 0, for ever, unless events are kept for ever too): a step's tool"
+                " result is held by its event"
+            )
+        return self
+
     @field_validator("public_paths")
     @classmethod
     def _known_public_paths(cls, value: list[str]) -> list[str]:

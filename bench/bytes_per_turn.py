@@ -76,6 +76,14 @@ def measure(path: Path) -> Sizes:
     return Sizes({labels.get(n, n): int(b) for n, b in rows}, int(pages) * int(page))
 
 
+# Events carry the turn's number in its session, not its id (migration 0017).
+_TURN_ROWS = {
+    "events": "SELECT e.* FROM turns t JOIN sessions s ON s.id = t.session_id"
+    " JOIN events e ON e.session_key = s.session_key AND e.turn_number = t.number"
+    " WHERE t.id = ? ORDER BY e.seq",
+}
+
+
 def dump_turn(path: Path, turn_id: str) -> None:
     """Every row the turn wrote (by turn id), with each column's size, largest tables first."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
@@ -87,8 +95,10 @@ def dump_turn(path: Path, turn_id: str) -> None:
                 " AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'turn_id')"
             )
         ]
-        for table in tables:
-            rows = conn.execute(f"SELECT * FROM {table} WHERE turn_id = ?", (turn_id,)).fetchall()
+        for table in [*tables, "events"]:
+            rows = conn.execute(
+                _TURN_ROWS.get(table, f"SELECT * FROM {table} WHERE turn_id = ?"), (turn_id,)
+            ).fetchall()
             if not rows:
                 continue
             total = sum(_row_bytes(r) for r in rows)

@@ -59,19 +59,15 @@ def seed(path: Path, events: int, sessions: int) -> float:
     payload = json.dumps({"text": "Your order 202405201234 has shipped and arrives tomorrow."})
     conn.execute("BEGIN")
     conn.executemany(
-        "INSERT INTO sessions (id, tenant_id, user_id, status, metadata, created_at, updated_at,"
-        " last_activity_at, archived_at, last_event_seq) VALUES"
-        " (?, 'acme', 'u', 'archived', '{}', ?, ?, ?, ?, ?)",
-        ((f"ses_old{i:07d}", at, at, at, at, per) for i in range(sessions)),
+        "INSERT INTO sessions (id, session_key, tenant_id, user_id, status, metadata, created_at,"
+        " updated_at, last_activity_at, archived_at, last_event_seq) VALUES"
+        " (?, ?, 'acme', 'u', 'archived', '{}', ?, ?, ?, ?, ?)",
+        ((f"ses_old{i:07d}", i + 1, at, at, at, at, per) for i in range(sessions)),
     )
     conn.executemany(
-        "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
-        " VALUES (?, ?, 'acme', NULL, 'message.delta', ?, ?)",
-        (
-            (f"ses_old{i:07d}", seq, payload, at)
-            for i in range(sessions)
-            for seq in range(1, per + 1)
-        ),
+        "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
+        " VALUES (?, ?, NULL, 'message.delta', ?, ?)",
+        ((i + 1, seq, payload, at) for i in range(sessions) for seq in range(1, per + 1)),
     )
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -177,26 +177,54 @@ async def tools_service(make_settings: Any) -> AsyncIterator[LiveService]:
 
 
 def replay_of(live: list[SseEvent]) -> list[tuple[str | None, str, Any]]:
-    """What replaying these live events of a completed turn gives (README, "Following a
-    session"): the same ids and types; `message.delta`s with empty text, each step's earlier
-    `step.updated`s as `{turn_id, step_id, status}`, everything else as it went out live."""
-    expected: list[tuple[str | None, str, Any]] = []
-    for i, e in enumerate(live):
-        data = e.data
-        if e.event == "message.delta":
-            data = {"turn_id": data["turn_id"], "text": ""}
-        elif e.event == "step.updated" and any(
-            later.event == "step.updated" and later.data["step_id"] == data["step_id"]
-            for later in live[i + 1 :]
-        ):
-            data = {k: data[k] for k in ("turn_id", "step_id", "status")}
-        expected.append((e.id, e.event, data))
-    return expected
+    """What replaying these live events of completed turns gives (README, "Following a
+    session"): the same events, byte for byte, less those the turn's end deleted: its
+    `message.delta`s, each step's `step.updated`s but its last, each `tool.started` whose
+    `tool.completed` came."""
+    return [(e.id, e.event, e.data) for i, e in enumerate(live) if not superseded(e, live[i + 1 :])]
+
+
+def superseded(event: SseEvent, later: list[SseEvent]) -> bool:
+    """Whether a completed turn's end deletes `event`, given the turn's `later` events."""
+    if event.event == "message.delta":
+        return True
+    by = {
+        "step.updated": ("step.updated", "step_id"),
+        "tool.started": ("tool.completed", "call_id"),
+    }
+    if event.event not in by:
+        return False
+    kind, key = by[event.event]
+    return any(
+        e.event == kind
+        and e.data.get("turn_id") == event.data["turn_id"]
+        and e.data.get(key) == event.data[key]
+        for e in later
+    )
+
+
+def assert_exactly_once(got: list[SseEvent], stored: list[SseEvent]) -> None:
+    """`got` (what a client followed, maybe across reconnects) is in order without duplicates,
+    and holds every event of `stored` (a replay of the log after the end) as it is stored; what
+    else it holds are events the end of their turn deleted."""
+    ids = [int(e.id or 0) for e in got]
+    assert ids == sorted(set(ids)), "a duplicate or out of order"
+    have = {int(e.id or 0): (e.event, e.data) for e in got}
+    first = ids[0]
+    kept = [(int(e.id or 0), (e.event, e.data)) for e in stored if int(e.id or 0) >= first]
+    assert [(i, have.get(i)) for i, _ in kept] == kept, "an event was missed or differs"
+    gone = {int(e.id or 0) for e in stored}
+    assert all(
+        got[i].event in {"message.delta", "step.updated", "tool.started"}
+        and superseded(got[i], got[i + 1 :])
+        for i, n in enumerate(ids)
+        if n not in gone
+    ), "a non-superseded hole"
 
 
 def reply_shown(events: list[SseEvent]) -> str:
     """The reply a client ends with: `message.completed`'s text; the deltas it saw must be a
-    beginning of it (a finished turn's replayed deltas are empty)."""
+    beginning of it (a finished turn replays without its deltas)."""
     text = "".join(e.data["text"] for e in events if e.event == "message.delta")
     (final,) = [e.data["text"] for e in events if e.event == "message.completed"]
     assert final.startswith(text), (text, final)

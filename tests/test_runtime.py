@@ -71,7 +71,8 @@ async def test_the_service_purges_on_its_interval_and_says_so_in_its_metrics(
                     break
         scraped = (await svc.client.get("/metrics")).text
         replay = await svc.runtime.db.fetchall(
-            "SELECT session_id, count(*) FROM events GROUP BY session_id"
+            "SELECT s.id, count(*) FROM events e JOIN sessions s"
+            " ON s.session_key = e.session_key GROUP BY s.id"
         )
 
     assert {r[0] for r in replay} == {live}

@@ -166,3 +166,30 @@ def test_auth_settings_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     with pytest.raises(ConfigError, match="HERMES_JWT_SECRET") as caught:
         load_settings()
     assert "short" not in str(caught.value)  # a secret is never echoed
+
+
+@pytest.mark.parametrize(
+    ("steps", "events", "refused"),
+    [
+        ("31", "30", True),  # longer than the events holding their tool results
+        ("0", "30", True),  # for ever, while the events are not
+        ("30", "30", False),
+        ("7", "30", False),
+        ("7", "0", False),
+        ("0", "0", False),
+    ],
+)
+def test_steps_are_not_kept_longer_than_the_events_holding_their_results(
+    monkeypatch: pytest.MonkeyPatch, steps: str, events: str, refused: bool
+) -> None:
+    monkeypatch.setenv("HERMES_RETENTION_STEPS_DAYS", steps)
+    monkeypatch.setenv("HERMES_RETENTION_EVENTS_DAYS", events)
+    monkeypatch.setenv("HERMES_RETENTION_IDEMPOTENCY_DAYS", "0")
+    if not refused:
+        settings = load_settings()
+        assert settings.retention_steps_days == float(steps)
+        return
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "HERMES_RETENTION_STEPS_DAYS" in message and "HERMES_RETENTION_EVENTS_DAYS" in message

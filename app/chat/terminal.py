@@ -143,7 +143,7 @@ class Chat:
         match frame.event:
             case EventType.MESSAGE_DELTA:
                 text = str(data.get("text", ""))
-                if not text:  # a finished turn's replayed delta: message.completed has it all
+                if not text:  # emptied by an older Hermes: message.completed has it all
                     return False
                 if not self._open_line:
                     self.write("hermes> ")

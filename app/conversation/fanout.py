@@ -20,8 +20,11 @@ What pub/sub does not give, delivery to a subscriber that was not connected, the
 Duplicates are harmless: followers drop what is not after the last sequence they sent.
 
 A message is JSON: `{"origin": <process>, "events": [<row>, ...]}` where each row has the
-columns of the events table and `data` is the stored JSON text itself, so a follower here
-builds exactly the event a replay from the log builds, and sends the same bytes. Other kinds:
+fields a replay from the log reads (session, seq, tenant, turn, type, time; the table itself
+keys them by integers) and `data` is the stored JSON text itself, so a follower here builds
+exactly the event a replay from the log builds, and sends the same bytes. Sequence numbers
+only grow but may have holes (a completed turn's superseded events are deleted at its end):
+a follower that sees one reads the log, which has every later event still stored. Other kinds:
 `{"origin", "closed": true}` (the session was deleted) and `{"origin", "recheck": true}`.
 A process ignores its own messages: its followers had the events at once, from its bus.
 

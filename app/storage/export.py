@@ -9,12 +9,16 @@ purge will take, never less).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.storage.events import SELECT_EVENTS, payloads
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
+from app.storage.records import dumps
 from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES, archived_index
+from app.storage.steps import held_result, referenced_event
 
 _PAGE = 500
 
@@ -51,14 +55,23 @@ async def _session_rows(
             due = [r for r, cutoff in cutoffs.items() if archived_at < cutoff]
             tables = dict.fromkeys(t for rule in due for t in SESSION_RULES[rule])
             for table in tables:
-                column = "id" if table == "sessions" else "session_id"
-                for row in await db.fetchall(
-                    f"SELECT * FROM {table} WHERE {column} = ?", (session_id,)
-                ):
-                    yield table, _as_dict(row)
+                rows = [_as_dict(row) for row in await db.fetchall(_select(table), (session_id,))]
+                if table == "steps":
+                    rows = await _results_inline(db, session_id, rows)
+                for row in rows:
+                    yield table, row
         if len(sessions) < _PAGE:
             return
         after = (sessions[-1][1], sessions[-1][0])
+
+
+def _select(table: str) -> str:
+    """A session's rows of `table`; events with their session, tenant and turn ids (the row
+    itself has integer keys: app/storage/events.py), in order."""
+    if table == "events":
+        return f"{SELECT_EVENTS} ORDER BY e.seq"
+    column = "id" if table == "sessions" else "session_id"
+    return f"SELECT * FROM {table} WHERE {column} = ?"
 
 
 async def _old_rows(
@@ -77,6 +90,27 @@ async def _old_rows(
         if len(rows) < _PAGE:
             return
         last = rows[-1][key]
+
+
+async def _results_inline(
+    db: Database, session_id: str, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Steps whose result is a reference to an event (`app.storage.steps`) come out with the
+    result itself: the event may be kept longer, and come out in a later export."""
+    refs = {}
+    for row in rows:
+        seq = None if row["result"] is None else referenced_event(json.loads(row["result"]))
+        if seq is not None:
+            refs[row["id"]] = seq
+    if not refs:
+        return rows
+    held = await payloads(db, session_id, refs.values())
+    return [
+        {**row, "result": dumps(held_result(refs[row["id"]], held.get(refs[row["id"]])))}
+        if row["id"] in refs
+        else row
+        for row in rows
+    ]
 
 
 def _as_dict(row: Any) -> dict[str, Any]:

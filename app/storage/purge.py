@@ -69,10 +69,11 @@ class RetentionPolicy:
         )
 
     def cutoffs(self, now: float) -> dict[str, float]:
-        """rule -> rows older than this go; rules kept for ever are left out."""
+        """rule -> rows older than this go, in the order the purge runs them; rules kept for
+        ever are left out. Steps go before events: a tool step's result may be held by one."""
         days = {
-            "events": self.events_days,
             "steps": self.steps_days,
+            "events": self.events_days,
             "idempotency": self.idempotency_days,
             "approvals": self.approvals_days,
             "sessions": self.messages_days,

@@ -15,9 +15,20 @@ SessionStatus = Literal["active", "archived"]
 TurnStatus = Literal["queued", "running", "completed", "failed"]
 
 
-def new_id(prefix: str) -> str:
-    """A random, unguessable id: 144 bits from the OS CSPRNG, URL-safe."""
-    return f"{prefix}_{secrets.token_urlsafe(18)}"
+def new_id(prefix: str, nbytes: int = 12) -> str:
+    """A random, unguessable id from the OS CSPRNG, URL-safe: 96 bits (16 characters) unless
+    asked for more.
+
+    Session ids, which name what a customer's requests act on, take 144 bits
+    (`SESSION_ID_BYTES`). Every other id (turn, message, step, call, approval) is only ever
+    used under its session and its owner's checks; 96 bits is still far beyond guessing, and
+    these ids are written many times a turn (events, steps, messages and their indexes), so
+    each character counts in the bytes a turn leaves (issue 16). Older, longer ids stay valid.
+    """
+    return f"{prefix}_{secrets.token_urlsafe(nbytes)}"
+
+
+SESSION_ID_BYTES = 18
 
 
 def dumps(value: Any) -> str:

@@ -27,12 +27,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from app.storage.events import SESSION_KEY
 from app.storage.tx import Tx
 
 # The tables of a session, children first, each with how to pick some of a session's rows
 # (by key: SQLite has no DELETE ... LIMIT) through an index on the session.
 BY_SESSION: dict[str, tuple[str, str]] = {
-    "events": ("seq", "session_id = ?"),
+    "events": ("seq", f"session_key = {SESSION_KEY}"),  # keyed by the session's integer
     "steps": ("id", "session_id = ?"),
     "tool_calls": ("idempotency_key", "session_id = ?"),
     "approvals": ("id", "session_id = ?"),

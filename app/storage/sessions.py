@@ -10,7 +10,7 @@ from typing import Any
 
 from app import events
 from app.errors import InvalidCursor
-from app.storage.records import Session, dumps, new_id
+from app.storage.records import SESSION_ID_BYTES, Session, dumps, new_id
 from app.storage.tx import Store, Tx
 
 _COLUMNS = (
@@ -77,7 +77,7 @@ def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:
 
 class SessionStore(Store):
     async def create(self, tenant_id: str, user_id: str, metadata: dict[str, Any]) -> Session:
-        session_id = new_id("ses")
+        session_id = new_id("ses", SESSION_ID_BYTES)
 
         def create(tx: Tx) -> Session:
             tx.execute(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from app import events
+from app.storage.events import payloads as event_payloads
 from app.storage.records import dumps, new_id
 from app.storage.tx import Store, Tx
 
@@ -51,6 +52,10 @@ class Step:
         for name in _JSON:
             if values[name] is not None:
                 values[name] = json.loads(values[name])
+        if isinstance(values["expected_output_schema"], str):  # a digest (see `_schema_ref`)
+            values["expected_output_schema"] = {
+                "$ref": _SCHEMA_REF + values["expected_output_schema"]
+            }
         return cls(**values)
 
     def event(self) -> events.NewEvent:
@@ -120,22 +125,24 @@ def _set(tx: Tx, step_id: str, **fields: Any) -> Step:
 _NOT_ENDED_BY_WATCHDOG = " AND status NOT IN ('stuck', 'skipped', 'timed_out')"
 
 # A step's expected output schema is stored once per distinct schema (a tool's is the same on
-# every call), in `step_schemas` under its digest; the step holds `{"$ref": "step_schemas/<d>"}`,
-# which reading a step for the API resolves. Code that only asks whether a step has a schema
-# (the recorder) needs no lookup.
+# every call), in `step_schemas` under its digest; the step holds the digest alone, a JSON
+# string of 16 hex digits (rows written before hold `{"$ref": "step_schemas/<32 hex>"}`). A
+# step read holds `{"$ref": "step_schemas/<digest>"}` either way, which reading a step for the
+# API resolves. Code that only asks whether a step has a schema (the recorder) needs no lookup.
 _SCHEMA_REF = "step_schemas/"
+_DIGEST_HEX = 16  # 64 bits, for the few hundred schemas a deployment's tools have
 
 
 def _schema_ref(tx: Tx, schema: dict[str, Any] | None) -> str | None:
     if schema is None:
         return None
     body = dumps(schema)
-    digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+    digest = hashlib.sha256(body.encode()).hexdigest()[:_DIGEST_HEX]
     tx.execute(
         "INSERT INTO step_schemas (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
         (digest, body),
     )
-    return dumps({"$ref": _SCHEMA_REF + digest})
+    return dumps(digest)
 
 
 def _referenced(step: Step) -> str | None:
@@ -143,6 +150,36 @@ def _referenced(step: Step) -> str | None:
     schema = step.expected_output_schema
     ref = schema.get("$ref") if schema is not None and len(schema) == 1 else None
     return ref[len(_SCHEMA_REF) :] if isinstance(ref, str) and ref.startswith(_SCHEMA_REF) else None
+
+
+# A tool step's result that the `tool.completed` event of the same transaction carries as it
+# is, is stored as a reference to that event, `{"$event": <seq>}` (its session's sequence
+# number), not a third copy (the event and the tool message hold the others); reading a step
+# resolves it. Rows written before hold their results inline. If the event is gone (a
+# retention setting that lets events go before steps is refused at start-up; erasure takes
+# both), the step reads `{"$event": <seq>, "missing": ...}`.
+_EVENT_REF = "$event"
+EVENT_GONE = "the event holding this result is no longer stored"
+
+
+def event_ref(seq: int) -> dict[str, int]:
+    """What a step stores for a result held by the event `seq` of its session."""
+    return {_EVENT_REF: seq}
+
+
+def referenced_event(result: Any) -> int | None:
+    """The sequence number of the event a stored result refers to (None: held inline)."""
+    if isinstance(result, dict) and len(result) == 1:
+        seq = result.get(_EVENT_REF)
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+    return None
+
+
+def held_result(seq: int, payload: dict[str, Any] | None) -> Any:
+    """The result a step refers to, from the payload of its event `seq` (None: gone)."""
+    if payload is None or "result" not in payload:
+        return {_EVENT_REF: seq, "missing": EVENT_GONE}
+    return payload["result"]
 
 
 # A step re-queued under the same key keeps its id, seq and inputs, and runs again.
@@ -337,14 +374,36 @@ class StepStore(Store):
             sql += " AND turn_id = ?"
             params.append(turn_id)
         rows = await self.db.fetchall(sql + " ORDER BY created_at, seq", params)
-        return await self._with_schemas([Step.from_row(r) for r in rows])
+        return await self._resolved([Step.from_row(r) for r in rows])
 
     async def get(self, tenant_id: str, session_id: str, step_id: str) -> Step | None:
         row = await self.db.fetchone(
             "SELECT * FROM steps WHERE id = ? AND tenant_id = ? AND session_id = ?",
             (step_id, tenant_id, session_id),
         )
-        return None if row is None else (await self._with_schemas([Step.from_row(row)]))[0]
+        return None if row is None else (await self._resolved([Step.from_row(row)]))[0]
+
+    async def _resolved(self, found: list[Step]) -> list[Step]:
+        """The steps with what they refer to in place: schemas, results held by events."""
+        return await self._with_results(await self._with_schemas(found))
+
+    async def _with_results(self, found: list[Step]) -> list[Step]:
+        wanted: dict[str, set[int]] = {}
+        for step in found:
+            if (seq := referenced_event(step.result)) is not None:
+                wanted.setdefault(step.session_id, set()).add(seq)
+        if not wanted:
+            return found
+        held = {
+            session_id: await event_payloads(self.db, session_id, seqs)
+            for session_id, seqs in wanted.items()
+        }
+        return [
+            replace(step, result=held_result(seq, held[step.session_id].get(seq)))
+            if (seq := referenced_event(step.result)) is not None
+            else step
+            for step in found
+        ]
 
     async def _with_schemas(self, found: list[Step]) -> list[Step]:
         """The steps with the schemas they refer to in place."""

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from app import events
 from app.errors import QueueFull, SessionBusy
 from app.storage import approvals, leases, steps
-from app.storage.events import coalesce_turn
+from app.storage.events import drop_superseded
 from app.storage.fence import Fence
 from app.storage.messages import insert_message
 from app.storage.records import Message, Turn, dumps, new_id
@@ -192,7 +192,7 @@ def complete_turn(
     if snapshot is not None:
         snapshot(tx)
     tx.emit(turn.session_id, turn.tenant_id, *events.message_completed(turn.id, message.id, text))
-    coalesce_turn(tx, turn)
+    drop_superseded(tx, turn)
     tx.emit(
         turn.session_id,
         turn.tenant_id,

@@ -24,12 +24,20 @@ log = logging.getLogger(__name__)
 Publisher = Callable[[list[Event]], None]
 
 
+# An event row is keyed by its session's integer key and carries its turn's number in the
+# session (migration 0017); the turn's number is looked up by the turn's id, in its session.
+_TURN_NUMBER = "(SELECT number FROM turns WHERE id = ? AND session_id = ?)"
 # The next sequence number and the event row in one statement (SQLite can't UPDATE in a WITH).
 _EMIT_POSTGRES = (
     "WITH next AS (UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
-    " RETURNING last_event_seq)"
-    " INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
-    " SELECT ?, next.last_event_seq, ?, ?, ?, ?, ? FROM next RETURNING seq"
+    " RETURNING session_key, last_event_seq)"
+    " INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
+    f" SELECT next.session_key, next.last_event_seq, {_TURN_NUMBER}, ?, ?, ? FROM next"
+    " RETURNING seq, turn_number"
+)
+_EMIT_SQLITE = (
+    "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
+    f" VALUES (?, ?, {_TURN_NUMBER}, ?, ?, ?) RETURNING seq, turn_number"
 )
 
 
@@ -64,29 +72,32 @@ class Tx:
         """Append an event (built by `app.events`: `tx.emit(session, tenant, *new_event)`)
         to the session's log, with the session's next sequence number.
 
-        A turn's event carries its turn id first in its payload (the catalogue builds them so)
-        and in the row's `turn_id` column: it is stored once, in the column, and put back in
-        front when the event is read (`Event.from_row`)."""
+        A turn's event carries its turn id first in its payload (the catalogue builds them so);
+        the row stores only the turn's number in the session, and a reader joins the turn's id
+        back and puts it in front (`Event.from_row`). `tenant_id` is the session's: the record
+        carries it, the row does not."""
         payload = dumps(_without_turn_id(data, turn_id))
         if self.dialect == "postgres":  # one statement, one round trip
             row = self.conn.execute(
                 _EMIT_POSTGRES,
-                (session_id, session_id, tenant_id, turn_id, type, payload, self.now),
+                (session_id, turn_id, session_id, type, payload, self.now),
             ).fetchone()
         else:
-            row = self.conn.execute(
+            next_seq = self.conn.execute(
                 "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = ?"
-                " RETURNING last_event_seq",
+                " RETURNING session_key, last_event_seq",
                 (session_id,),
             ).fetchone()
-            if row is not None:
-                self.conn.execute(
-                    "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data,"
-                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, row[0], tenant_id, turn_id, type, payload, self.now),
-                )
+            row = None
+            if next_seq is not None:
+                row = self.conn.execute(
+                    _EMIT_SQLITE,
+                    (*next_seq, turn_id, session_id, type, payload, self.now),
+                ).fetchone()
         if row is None:
             raise LookupError(f"session {session_id} vanished")
+        if turn_id is not None and row[1] is None:
+            raise LookupError(f"turn {turn_id} is not a turn of session {session_id}")
         event = Event(
             session_id=session_id,
             seq=row[0],
@@ -163,20 +174,31 @@ class TurnWrites:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._held: list[Callable[[Tx], object]] = []
+        self._following: list[Callable[[Tx], object]] = []
 
     def hold(self, fn: Callable[[Tx], object]) -> None:
         self._held.append(fn)
 
+    def follow(self, fn: Callable[[Tx], object]) -> None:
+        """Like `hold`, but run *after* the next write, in its transaction: `fn` sees what that
+        write did (`tx.events`: e.g. the `tool.completed` whose result a step refers to)."""
+        self._following.append(fn)
+
     def send(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
-        """The held writes and `fn` as one transaction, queued without waiting."""
+        """The held writes, `fn` and the following ones as one transaction, queued without
+        waiting."""
         held, self._held = self._held, []
-        if not held:
+        following, self._following = self._following, []
+        if not held and not following:
             return self._store.transact_nowait(fn)
 
         def carried(tx: Tx) -> T:
             for write in held:
                 write(tx)
-            return fn(tx)
+            result = fn(tx)
+            for write in following:
+                write(tx)
+            return result
 
         return self._store.transact_nowait(carried)
 
@@ -187,7 +209,7 @@ class TurnWrites:
 
     def release(self) -> None:
         """Send what is held on its own (the turn ends without another write to carry it)."""
-        if not self._held:
+        if not self._held and not self._following:
             return
         try:
             self.send(lambda tx: None).add_done_callback(_log_failure)

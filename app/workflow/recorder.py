@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from app.errors import StepQueueFull
-from app.events import NewEvent
+from app.events import EventType, NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
@@ -28,6 +28,7 @@ from app.storage.steps import (
     StepStore,
     TurnRef,
     enqueue_steps,
+    event_ref,
     finish_step,
     start_step,
 )
@@ -36,24 +37,10 @@ from app.tools.events import TurnEvents
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
+from app.workflow.traces import models_to_store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-MODEL_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "text": {"type": "string"},
-        "tool_calls": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "arguments"],
-                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
-            },
-        },
-    },
-}
 
 
 def _status_of(result: ToolResult) -> StepStatus:
@@ -62,6 +49,20 @@ def _status_of(result: ToolResult) -> StepStatus:
     if result.error is not None and result.error.code == "timeout":
         return "timed_out"
     return "failed"
+
+
+def _by_event(tx: Tx, call: RequestedToolCall, trace: dict[str, Any]) -> dict[str, Any]:
+    """`trace` with its result as a reference to the call's `tool.completed` of this
+    transaction, when that event carries exactly this result (else as it is)."""
+    result = trace["result"]
+    if result is None:
+        return trace
+    for event in reversed(tx.events):
+        if event.type == EventType.TOOL_COMPLETED and event.data.get("call_id") == call.id:
+            if event.data.get("result") == result:
+                return {**trace, "result": event_ref(event.seq)}
+            break
+    return trace
 
 
 @dataclass
@@ -92,6 +93,13 @@ class StepRecorder:
         else:
             self.writes.hold(fn)
 
+    async def _after(self, fn: Callable[[Tx], object]) -> None:
+        """Like `_later`, but stored after what the turn writes next, in its transaction."""
+        if self.writes is None:
+            await self.store.transact(fn)
+        else:
+            self.writes.follow(fn)
+
     # -- the reply as it streams: nothing to record, forwarded -----------------------------------
 
     def delta(self, text: str) -> None:
@@ -119,7 +127,7 @@ class StepRecorder:
             action_type="generate_response",
             name=model,
             input_context={"messages": messages, "tools": [t.name for t in tools]},
-            expected_output_schema=MODEL_OUTPUT_SCHEMA,
+            # Its schema, always traces.MODEL_OUTPUT_SCHEMA, is not stored: read, it is put back.
             status="running",  # a model call starts the moment it is queued
         )
         queued, refused = await self._now(
@@ -156,16 +164,18 @@ class StepRecorder:
             "finish_reason": reply.finish_reason,
         }
         named: dict[str, Any] = {}
-        if route is not None:
-            result["models"] = route.trace()
-            if route.answered_by:
-                named["name"] = route.answered_by
+        if route is not None and route.answered_by:
+            named["name"] = route.answered_by
+        # What every model step would hold alike is left out (`traces.whole` puts it back).
+        models = models_to_store(route)
+        if models is not None:
+            result["models"] = models
         trace = {
             "result": result,
             "model": reply.model,
             "input_tokens": reply.prompt_tokens,
             "output_tokens": reply.completion_tokens,
-            "validation": {"valid": not problems, "errors": problems},
+            "validation": {"valid": False, "errors": problems} if problems else None,
             **named,
         }
         await self._later(lambda tx: finish_step(tx, step.id, "succeeded", trace))
@@ -257,11 +267,19 @@ class StepRecorder:
                 "result": result.to_dict() if result.status != "error" else None,
                 "error": None if result.error is None else result.error.to_dict(),
                 "tool_duration_ms": result.metadata.get("duration_ms"),
-                "validation": {"schema": schema, "valid": not invalid}
+                # A success's is implied (`traces.whole` puts it back): the output was valid
+                # (an invalid output fails the call) against its schema if it had one.
+                "validation": None
+                if status == "succeeded"
+                else {"schema": schema, "valid": not invalid}
                 if schema
                 else {"schema": False},
             }
-            await self._later(lambda tx: finish_step(tx, step.id, status, trace))
+            # Stored right after the call's `tool.completed` event, in its transaction, so the
+            # step can refer to the result the event holds instead of storing it again.
+            await self._after(
+                lambda tx: finish_step(tx, step.id, status, _by_event(tx, call, trace))
+            )
             metrics.STEPS.labels(action_type="call_tool", status=status).inc()
             await self._batch_member_done(call.id)
         await self.inner.completed(call, result)
@@ -272,7 +290,7 @@ class StepRecorder:
         self._batch_left.discard(call_id)
         if not self._batch_left and self._batch is not None:
             batch = self._batch
-            await self._later(lambda tx: finish_step(tx, batch, "succeeded", {}))
+            await self._after(lambda tx: finish_step(tx, batch, "succeeded", {}))
             metrics.STEPS.labels(action_type="batch", status="succeeded").inc()
             self._batch = None
 

@@ -8,6 +8,7 @@ from app.storage.records import Turn
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
 from app.workflow.ports import SessionLookup, TurnControl
+from app.workflow.traces import whole
 
 RETRYABLE = ("failed", "timed_out", "stuck")
 
@@ -30,7 +31,8 @@ class StepService:
         self, principal: Principal, session_id: str, turn_id: str | None
     ) -> list[Step]:
         await self.conversation.get_session(principal, session_id)
-        return await self.steps.for_session(principal.tenant_id, session_id, turn_id)
+        found = await self.steps.for_session(principal.tenant_id, session_id, turn_id)
+        return [whole(step) for step in found]
 
     async def retry(self, principal: Principal, session_id: str, step_id: str) -> Turn:
         """Resume the failed turn of `step_id` from that step.

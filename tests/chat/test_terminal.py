@@ -214,7 +214,9 @@ def test_a_finished_turn_replayed_shows_its_reply_once() -> None:
     assert _shown(
         ("message.delta", {"text": "one "}), ("message.delta", {"text": "two three"}), done
     ) == ("hermes> one two three")
-    # replayed after the end: the deltas are empty, the reply comes from message.completed
+    # replayed after the end: no deltas (an older Hermes kept them empty), the reply comes
+    # from message.completed
+    assert _shown(done) == "hermes> one two three\n"
     assert _shown(("message.delta", {"text": ""}), ("message.delta", {"text": ""}), done) == (
         "hermes> one two three\n"
     )

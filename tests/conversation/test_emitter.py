@@ -141,17 +141,18 @@ async def test_model_calls_and_queued_calls_announce_nothing_without_steps(
 
 
 async def test_stored_payloads_are_the_wire_bytes_less_the_turn_id(claimed: Claimed) -> None:
-    """What SSE sends is the stored JSON, compact and in the catalogue's key order; a turn's id
-    is stored once, in its column, and read back in front of the payload."""
+    """What SSE sends is the stored JSON, compact and in the catalogue's key order; a turn is
+    stored as its number in the session, its id read back in front of the payload."""
     emitter = TurnEmitter(claimed.turns, claimed.turn)
     await emitter.emit(events.memory_forgotten(claimed.turn.id, 3))
     row = await claimed.db.fetchone(
-        "SELECT type, data, turn_id, seq FROM events WHERE session_id = ?"
+        "SELECT type, data, turn_number, seq FROM events"
+        " WHERE session_key = (SELECT session_key FROM sessions WHERE id = ?)"
         " ORDER BY seq DESC LIMIT 1",
         (claimed.turn.session_id,),
     )
     assert row is not None
-    assert (row[0], row[1], row[2]) == ("memory.forgotten", '{"count":3}', claimed.turn.id)
+    assert (row[0], row[1], row[2]) == ("memory.forgotten", '{"count":3}', claimed.turn.number)
     [read] = await EventStore(claimed.db).after(claimed.turn.session_id, row[3] - 1)
     wire = json.dumps({"turn_id": claimed.turn.id, "count": 3}, separators=(",", ":"))
     assert f"data: {wire}\n".encode() in encode(read)

@@ -4,12 +4,13 @@ a gap or a full queue sends it back to the log. Real SQLite log, real bus, no HT
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from app import events
 from app.conversation.events import EventBus, Follower
 from app.events import EventType
 from app.settings import PROJECT_ROOT
@@ -18,7 +19,9 @@ from app.storage.port import Database
 from app.storage.records import Event
 from app.storage.sessions import SessionStore
 from app.storage.sqlite import SqliteDatabase
+from app.storage.turns import TurnStore
 from app.storage.tx import Store, Tx
+from tests.storage.test_usage import running_turn
 
 TENANT = "default"
 DEADLINE_S = 5.0
@@ -171,3 +174,50 @@ async def test_ends_when_the_session_is_closed_or_gone(log: Log) -> None:
         async with asyncio.timeout(DEADLINE_S):
             await anext(missing)
     await missing.aclose()
+
+
+async def test_a_finished_turns_holes_neither_loop_nor_lose_an_event(log: Log) -> None:
+    # A completed turn's end deletes its superseded events (here its deltas): followers live
+    # through it, reconnecting in the middle or after the end, each get every event still
+    # stored exactly once, in order, and then follow live events as before.
+    turns = TurnStore(log.db, log.bus.publish)
+    turn = await running_turn(turns, TENANT, log.session_id)  # turn.started: 2
+
+    def delta(text: str) -> Callable[[Tx], int]:
+        return lambda tx: tx.emit(log.session_id, TENANT, *events.message_delta(turn.id, text)).seq
+
+    live_one = log.follow(after=1)
+    await log.loud.transact(delta("one "))  # 3
+    mid_turn = log.follow(after=3)  # reconnected after the first delta
+    await log.loud.transact(delta("two "))  # 4
+    followers = [live_one, mid_turn]
+    try:
+        assert await take(live_one, 3) == [2, 3, 4]
+        assert await take(mid_turn, 1) == [4]
+        # Stored but never heard here (another process's message that Redis lost): the next
+        # live event shows the gap, and by then the log has a hole where it was.
+        await log.quiet.transact(delta("three"))  # 5
+        await turns.complete(
+            turn,
+            text="one two three",
+            token_estimate=3,
+            model=None,
+            rounds=1,
+            prompt_tokens=1,
+            completion_tokens=1,
+        )  # message.completed 6, turn.completed 7; the deltas 3, 4 and 5 deleted
+        for follower in followers:
+            assert await take(follower, 2) == [6, 7]
+        # After the end, from a deleted id and from the start: the holes are skipped.
+        followers.append(log.follow(after=4))
+        followers.append(log.follow(after=0))
+        assert await take(followers[2], 2) == [6, 7]
+        assert await take(followers[3], 4) == [1, 2, 6, 7]
+        [later] = await log.append("later")
+        for follower in followers:
+            assert await take(follower, 1) == [later] == [8]  # live again, nothing twice
+    finally:
+        for follower in followers:
+            await follower.aclose()
+    stored = [e.seq for e in await log.events.after(log.session_id, 0)]
+    assert stored == [1, 2, 6, 7, 8]

@@ -76,10 +76,20 @@ async def test_following_a_turn_yields_its_own_events_once_from_acceptance(
         ]
         assert {e.turn_id for e in seen} == {second.turn.id}
         assert [e.seq for e in seen] == sorted({e.seq for e in seen})
-        # Resuming a finished turn's stream after one of its events replays only the rest.
-        after = seen[2].seq
+        # Replaying the finished turn: what its end left (each step's last state, the tool's
+        # completion, the reply), once each, a subset of what went out live ...
+        logged = [e for e in [e async for e in core.service.follow_turn(second.turn, after=0)] if e]
+        assert types(logged) == [
+            "turn.started",
+            "tool.completed",
+            "message.completed",
+            "turn.completed",
+        ]
+        assert all(e in seen for e in logged) and len(logged) < len(seen)
+        # ... and after one of its events, only the rest of it.
+        after = next(e for e in seen if e.type == "tool.completed").seq
         replayed = [e async for e in core.service.follow_turn(second.turn, after=after)]
-        assert [e.seq for e in replayed if e is not None] == [e.seq for e in seen[3:]]
+        assert [e for e in replayed if e is not None] == [e for e in logged if e.seq > after]
 
 
 async def test_waiting_for_a_failed_turn_raises_its_code(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from app.storage.approvals import Approval, ApprovalStore
 from app.storage.audit import AuditStore
 from app.storage.port import Database
 from app.storage.sessions import SessionStore
+from tests.storage.test_tx import add_turn
 
 
 @pytest.fixture
@@ -23,10 +24,12 @@ async def db(open_db: Any) -> AsyncIterator[Database]:
 
 async def _approval(db: Database, tenant: str = "acme") -> Approval:
     session = await SessionStore(db).create(tenant, "u1", {})
+    turn_id = f"turn_{session.id}"
+    await add_turn(db, session.id, turn_id)
     return await ApprovalStore(db).create(
         tenant_id=tenant,
         session_id=session.id,
-        turn_id="turn_1",
+        turn_id=turn_id,
         call_id="c1",
         tool="send_email",
         arguments={"to": "l***@example.com"},

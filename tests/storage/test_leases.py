@@ -16,7 +16,7 @@ import pytest
 
 from app.storage import fence as fences
 from app.storage.approvals import ApprovalStore
-from app.storage.events import EventStore
+from app.storage.events import SESSION_KEY, EventStore
 from app.storage.fence import Fence, LeaseLost
 from app.storage.leases import LeaseStore, dead_local_owner, new_owner
 from app.storage.port import Database
@@ -216,7 +216,8 @@ async def test_a_stale_owners_job_fails_alone_in_a_batch_with_the_owners(world: 
     with pytest.raises(LeaseLost):
         await lost
     rows = await world.events.db.fetchall(
-        "SELECT data FROM events WHERE session_id = ? AND type = 'x.noted' ORDER BY seq",
+        f"SELECT data FROM events WHERE session_key = {SESSION_KEY} AND type = 'x.noted'"
+        " ORDER BY seq",
         (session_id,),
     )
     assert [json.loads(r[0])["n"] for r in rows] == list(range(20))

@@ -10,6 +10,7 @@ from app.storage.confirmations import ConfirmationStore, confirmed_call_id
 from app.storage.messages import MessageStore
 from app.storage.sessions import SessionStore
 from app.storage.tool_calls import ToolCallStore
+from tests.storage.test_tx import add_turn
 
 PHONE = {"phone": "13912345678"}
 
@@ -18,6 +19,8 @@ async def test_held_arguments_of_a_turn(open_db: Any) -> None:
     db = await open_db("m.db")
     session = await SessionStore(db).create("acme", "u1", {})
     where = {"tenant_id": "acme", "session_id": session.id}
+    for number, turn_id in enumerate(("turn_0", "turn_1")):
+        await add_turn(db, session.id, turn_id, number)
     await ApprovalStore(db).create(
         **where,
         turn_id="turn_1",

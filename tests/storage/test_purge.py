@@ -10,6 +10,7 @@ from typing import Any
 
 from app.storage import audit
 from app.storage.audit import AuditStore
+from app.storage.events import SESSION_KEY, EventStore
 from app.storage.port import Database
 from app.storage.purge import DAY, Purger, RetentionPolicy
 from app.storage.retention import SESSION_RULES
@@ -68,9 +69,27 @@ async def archive(db: Database, session_id: str, days_ago: float) -> None:
     )
 
 
+# Events are keyed by the session's integer key (migration 0017).
+_OF_SESSION = {"events": f"session_key = {SESSION_KEY}"}
+
+
 async def _count(db: Database, table: str, session_id: str) -> int:
-    row = await db.fetchone(f"SELECT count(*) FROM {table} WHERE session_id = ?", (session_id,))
+    where = _OF_SESSION.get(table, "session_id = ?")
+    row = await db.fetchone(f"SELECT count(*) FROM {table} WHERE {where}", (session_id,))
     return int(row[0])
+
+
+async def _orphan_events(db: Database) -> int:
+    """Events whose session is gone (by its key: a deleted session's id finds no key)."""
+    row = await db.fetchone(
+        "SELECT count(*) FROM events e WHERE NOT EXISTS"
+        " (SELECT 1 FROM sessions s WHERE s.session_key = e.session_key)"
+    )
+    return int(row[0])
+
+
+async def _seqs(db: Database, session_id: str) -> list[int]:
+    return [e.seq for e in await EventStore(db).after(session_id, 0)]
 
 
 async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
@@ -87,10 +106,12 @@ async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
     # The live session is old too: its rows were written long ago, it was never archived.
     await db.write(
         lambda conn: conn.execute(
-            "UPDATE events SET created_at = ? WHERE session_id = ?", (NOW - 400 * DAY, live)
+            f"UPDATE events SET created_at = ? WHERE session_key = {SESSION_KEY}",
+            (NOW - 400 * DAY, live),
         )
     )
     before = {s: await _count(db, "events", s) for s in (old, recent, live)}
+    live_seqs = await _seqs(db, live)
     assert all(before.values())
 
     report = await Purger(db, RetentionPolicy()).purge(now=NOW)
@@ -103,11 +124,11 @@ async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
     assert await _count(db, "messages", old) == 4
     assert await SessionStore(db).find("acme", old) is not None
     assert await SessionStore(db).find("zeta", ancient) is None
-    for table in ("messages", "turns", "events", "session_snapshots"):
+    for table in ("messages", "turns", "session_snapshots"):
         assert await _count(db, table, ancient) == 0, table
+    assert await _orphan_events(db) == 0  # the ancient session's went with it
     # Replay of the live session is whole: every event from 1 on.
-    seqs = [r[0] for r in await db.fetchall("SELECT seq FROM events WHERE session_id = ?", (live,))]
-    assert seqs == list(range(1, before[live] + 1))
+    assert await _seqs(db, live) == live_seqs and len(live_seqs) == before[live]
 
     assert report.by_table()["events"] == before[old] + report.deleted[("events", "zeta")]
     assert report.by_table()["sessions"] == 1

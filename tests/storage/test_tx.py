@@ -76,7 +76,22 @@ async def test_release_sends_what_is_held_on_its_own(db: Database) -> None:
     assert [[e.type for e in batch] for batch in published] == [["a"], ["b"]]
 
 
-async def test_a_turns_id_is_stored_once_and_read_back_in_front(db: Database) -> None:
+async def add_turn(db: Database, session_id: str, turn_id: str, number: int = 1) -> None:
+    """A turn row with this id (events of a turn name one: `Tx.emit` stores its number)."""
+    await db.write(
+        lambda c: c.execute(
+            "INSERT INTO turns (id, session_id, tenant_id, number, user_message_id, status,"
+            " accepted_seq, created_at) VALUES (?, ?, 't', ?, 'msg_1', 'running', 0, 0)",
+            (turn_id, session_id, number),
+        )
+    )
+
+
+async def test_a_turns_id_is_stored_once_as_its_number_and_read_back_in_front(
+    db: Database,
+) -> None:
+    await add_turn(db, SESSION, "turn_1", 7)
+
     def emit(tx: Tx) -> Event:
         return tx.emit(
             SESSION, "t", EventType.TURN_QUEUED, {"turn_id": "turn_1", "ahead": 2}, "turn_1"
@@ -84,14 +99,19 @@ async def test_a_turns_id_is_stored_once_and_read_back_in_front(db: Database) ->
 
     published = await Store(db).transact(emit)
     assert published.data == {"turn_id": "turn_1", "ahead": 2}
-    stored = await db.fetchall("SELECT data, turn_id FROM events WHERE session_id = ?", (SESSION,))
-    assert [tuple(r) for r in stored] == [('{"ahead":2}', "turn_1")]
+    # The row: the session's integer key, the turn's number; no text id, no tenant.
+    stored = await db.fetchall(
+        "SELECT e.data, e.turn_number FROM events e JOIN sessions s"
+        " ON s.session_key = e.session_key WHERE s.id = ?",
+        (SESSION,),
+    )
+    assert [tuple(r) for r in stored] == [('{"ahead":2}', 7)]
     # A row stored before (the id in the payload too) reads the same; the order is the wire's.
     await db.write(
         lambda c: c.execute(
-            "INSERT INTO events (session_id, seq, tenant_id, turn_id, type, data, created_at)"
-            " VALUES (?, 2, 't', 'turn_1', 'turn.queued', ?, 0)",
-            (SESSION, '{"turn_id":"turn_1","ahead":3}'),
+            "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
+            " SELECT session_key, 2, 7, 'turn.queued', ?, 0 FROM sessions WHERE id = ?",
+            ('{"turn_id":"turn_1","ahead":3}', SESSION),
         )
     )
     read = await EventStore(db).after(SESSION, 0)
@@ -99,6 +119,17 @@ async def test_a_turns_id_is_stored_once_and_read_back_in_front(db: Database) ->
         [("turn_id", "turn_1"), ("ahead", 2)],
         [("turn_id", "turn_1"), ("ahead", 3)],
     ]
+    assert [(e.session_id, e.tenant_id, e.turn_id) for e in read] == [(SESSION, "t", "turn_1")] * 2
+
+
+async def test_an_event_of_a_turn_not_in_the_session_is_refused(db: Database) -> None:
+    with pytest.raises(LookupError, match="not a turn of session"):
+        await Store(db).transact(
+            lambda tx: tx.emit(
+                SESSION, "t", EventType.TURN_QUEUED, {"turn_id": "turn_x", "ahead": 2}, "turn_x"
+            )
+        )
+    assert await EventStore(db).after(SESSION, 0) == []
 
 
 async def test_a_turns_event_without_its_id_first_is_refused(db: Database) -> None:
@@ -106,3 +137,21 @@ async def test_a_turns_event_without_its_id_first_is_refused(db: Database) -> No
         await Store(db).transact(
             lambda tx: tx.emit(SESSION, "t", EventType.TURN_QUEUED, {"ahead": 2}, "turn_1")
         )
+
+
+async def test_a_following_write_runs_after_the_next_one_and_sees_its_events(
+    db: Database,
+) -> None:
+    published: list[list[Event]] = []
+    writes = TurnWrites(Store(db, published.append))
+    seen: list[list[str]] = []
+    writes.hold(event("a"))
+    writes.follow(lambda tx: seen.append([e.type for e in tx.events]))
+    writes.follow(event("c"))
+    await writes.now(event("b"))
+    assert seen == [["a", "b"]]
+    assert [[e.type for e in batch] for batch in published] == [["a", "b", "c"]]
+    writes.follow(event("d"))
+    writes.release()  # a following write with nothing to follow goes on its own
+    await writes.now(event("e"))
+    assert [[e.type for e in batch] for batch in published][1:] == [["d"], ["e"]]

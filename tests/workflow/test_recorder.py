@@ -106,3 +106,31 @@ async def test_what_is_not_a_step_is_forwarded_untouched(claimed: Claimed) -> No
     assert event.type == EventType.MEMORY_FORGOTTEN
     assert event.data == {"turn_id": claimed.turn.id, "count": 1}
     assert await steps(claimed, store) == {}
+
+
+async def test_a_tool_steps_result_refers_to_the_event_that_carries_it(claimed: Claimed) -> None:
+    wrapped, store = recorder(claimed)
+    ok, bad = RequestedToolCall("a", "read_a", "{}"), RequestedToolCall("b", "write_b", "{}")
+    await wrapped.queue_calls(0, [ok, bad], {}, [])
+    for call, result in ((ok, ToolResult.ok({"id": "a"})), (bad, ToolResult.fail("nope", "x"))):
+        await wrapped.started(call)
+        await wrapped.completed(call, result)
+    await wrapped.settle()
+    log = await claimed.turn_log()
+    [completed, _] = [e for e in log if e.type == EventType.TOOL_COMPLETED]
+    rows = await claimed.db.fetchall(
+        "SELECT key, result FROM steps WHERE turn_id = ? ORDER BY seq", (claimed.turn.id,)
+    )
+    # Stored once more only where there is something to store: the failure has no result.
+    assert [(key, result) for key, result in rows] == [
+        ("tool:a", f'{{"$event":{completed.seq}}}'),
+        ("tool:b", None),
+    ]
+    by_key = {s.key: s for s in await store.for_session("t", claimed.turn.session_id)}
+    assert (
+        by_key["tool:a"].result == completed.data["result"] == ToolResult.ok({"id": "a"}).to_dict()
+    )
+    # The step's end is stored right after the event, in its transaction.
+    after = log[log.index(completed) + 1]
+    assert after.type == EventType.STEP_UPDATED and after.data["status"] == "succeeded"
+    assert after.data["key"] == "tool:a"

@@ -204,6 +204,57 @@ async def test_retry_from_a_failed_model_step_reuses_recorded_tool_results(
     assert (await post(svc, session_id, "thanks")).status_code == 200
 
 
+async def tool_results(svc: LiveService, session_id: str) -> dict[int, Any]:
+    """The session's `tool.completed` events as stored: seq -> the result they carry."""
+    rows = await svc.runtime.db.fetchall(
+        "SELECT seq, data FROM events WHERE session_key = (SELECT session_key FROM sessions"
+        " WHERE id = ?) AND type = 'tool.completed'",
+        (session_id,),
+    )
+    return {int(seq): json.loads(data)["result"] for seq, data in rows}
+
+
+async def stored_step_result(svc: LiveService, step_id: str) -> Any:
+    row = await svc.runtime.db.fetchone("SELECT result FROM steps WHERE id = ?", (step_id,))
+    return json.loads(row[0])
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_retry_after_a_tool_call_reuses_the_result_its_event_holds(
+    svc: LiveService, fake_llm: FakeLLMServer
+) -> None:
+    """The tool step's result is stored once, as a reference to its `tool.completed` event:
+    the steps API shows it whole, before and after a retry that does not run the tool again."""
+    fake_llm.enqueue(
+        ToolCalls(ToolCall("write_note", {"text": "call back at 5"}, id="w1")),
+        Fail(500),
+        Fail(500),
+    )
+    session_id = await new_session(svc)
+    failed = await post(svc, session_id, "note: call back at 5")
+    assert_error(failed, 502, "llm_unavailable")
+    steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+    [(seq, result)] = (await tool_results(svc, session_id)).items()
+    assert result["data"] == {"note_id": "note-1", "text": "call back at 5"}
+    assert await stored_step_result(svc, steps["tool:w1"]["id"]) == {"$event": seq}
+    assert steps["tool:w1"]["result"] == result  # resolved by the steps API
+
+    fake_llm.enqueue(Reply("Noted."))
+    retry = f"/v1/sessions/{session_id}/steps/{steps['model:1']['id']}/retry"
+    assert (await svc.client.post(retry)).status_code == 202
+    deadline = asyncio.get_running_loop().time() + 10
+    while steps["model:1"]["status"] != "succeeded":
+        assert asyncio.get_running_loop().time() < deadline, steps
+        await asyncio.sleep(0.05)
+        steps = {s["key"]: s for s in await steps_of(svc, session_id)}
+    assert len(REC.side_effects) == 1  # the write was not repeated
+    assert list(await tool_results(svc, session_id)) == [seq]  # nor announced again
+    # The resumed model call saw the tool's result the event holds.
+    [seen] = [m for m in fake_llm.requests[-1].messages if m["role"] == "tool"]
+    assert json.loads(seen["content"])["data"] == result["data"]
+    assert steps["tool:w1"]["result"] == result and steps["tool:w1"]["attempts"] == 1
+
+
 def stuck_settings(make_settings: Any) -> Any:
     return make_settings(tools_file=FIXTURE_TOOLS, step_stuck_after_s=0.3, watchdog_interval_s=0.05)
 
@@ -242,6 +293,10 @@ async def test_retry_a_stuck_tool_step_runs_it_again_once(
         turn_id, steps = await retried(svc, session_id, stuck["id"])
         assert steps["tool:h1"]["status"] == "succeeded" and steps["tool:h1"]["attempts"] == 2
         assert [s["text"] for s in REC.side_effects] == ["x"]
+        # The retried call's result is held by the event of its run, and read whole.
+        [(seq, result)] = (await tool_results(svc, session_id)).items()
+        assert await stored_step_result(svc, steps["tool:h1"]["id"]) == {"$event": seq}
+        assert steps["tool:h1"]["result"] == result and result["status"] == "success"
         messages = (await svc.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
         assert messages[-1]["content"] == "Saved now." and messages[-1]["turn_id"] == turn_id
         assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
@@ -324,6 +379,7 @@ async def test_approval_waits_are_steps(svc: LiveService, fake_llm: FakeLLMServe
     assert steps["tool:n1"]["status"] == "succeeded"
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_a_schema_is_stored_once_and_every_step_reads_it_whole(
     svc: LiveService, fake_llm: FakeLLMServer
 ) -> None:
@@ -341,17 +397,29 @@ async def test_a_schema_is_stored_once_and_every_step_reads_it_whole(
     assert all(s["expected_output_schema"] == tool_schema for s in calls)
     assert all(s["expected_output_schema"] == model_schema for s in models)
     assert model_schema["type"] == "object" and "tool_calls" in model_schema["properties"]
-    # Stored: each schema once; the six steps hold a reference to one of the two.
+    # Stored: the tool's schema once, its two steps hold its digest.
     db = svc.runtime.db
     stored = [body for (body,) in await db.fetchall("SELECT body FROM step_schemas")]
     canonical = {json.dumps(json.loads(body), sort_keys=True) for body in stored}
-    assert len(stored) == 2 and canonical == {
-        json.dumps(tool_schema, sort_keys=True),
-        json.dumps(model_schema, sort_keys=True),
-    }
+    assert len(stored) == 1 and canonical == {json.dumps(tool_schema, sort_keys=True)}
     rows = await db.fetchall(
-        "SELECT expected_output_schema FROM steps WHERE session_id = ?", (session_id,)
+        "SELECT action_type, expected_output_schema, validation, result FROM steps"
+        " WHERE session_id = ?",
+        (session_id,),
     )
-    refs = [json.loads(value) for (value,) in rows]
-    assert len(refs) == 6 and len({ref["$ref"] for ref in refs}) == 2
-    assert all(list(ref) == ["$ref"] and ref["$ref"].startswith("step_schemas/") for ref in refs)
+    digests = [json.loads(value) for action, value, _, _ in rows if action == "call_tool"]
+    assert len(digests) == 2 and len(set(digests)) == 1 and len(digests[0]) == 16
+    # A succeeded call's validation is implied by its schema: stored as nothing, read whole.
+    assert [valid for action, _, valid, _ in rows if action == "call_tool"] == [None, None]
+    assert all(s["trace"]["validation"] == {"schema": True, "valid": True} for s in calls)
+    # A model step stores neither its schema (always the same) nor, when it is the usual one,
+    # its validation or which models were tried: the API above had them all.
+    model_rows = [row for row in rows if row[0] == "generate_response"]
+    assert len(model_rows) == 4
+    assert all(schema is None and valid is None for _, schema, valid, _ in model_rows)
+    assert all("models" not in json.loads(result) for *_, result in model_rows)
+    assert all(s["trace"]["validation"] == {"valid": True, "errors": []} for s in models)
+    assert all(
+        s["result"]["models"] == [{"model": s["name"], "outcome": "answered", "tries": 1}]
+        for s in models
+    )

@@ -130,8 +130,8 @@ def _small_source(tmp_path: Path) -> Path:
         )
         for seq, data in ((1, '{"z": 1, "a": "x"}'), (2, '{"text": "退货"}')):
             lite.execute(
-                "INSERT INTO events (session_id, seq, tenant_id, type, data, created_at)"
-                " VALUES ('s1', ?, 't1', 'message.created', ?, 1.5)",
+                "INSERT INTO events (session_key, seq, type, data, created_at)"
+                " SELECT session_key, ?, 'message.created', ?, 1.5 FROM sessions WHERE id = 's1'",
                 (seq, data),
             )
         # AUTOINCREMENT: ids 1-3 were used, the top two deleted; 4 is the next one, not 2.
@@ -163,6 +163,10 @@ def test_event_data_is_copied_byte_for_byte_and_autoincrement_continues(
         )
         after = pg.execute("SELECT nextval(pg_get_serial_sequence('audit_log', 'id'))")
         assert after.fetchone() == (4,)
+        # The session's integer key (events refer to it) is copied; new sessions come after.
+        assert pg.execute("SELECT session_key FROM sessions").fetchone() == (1,)
+        after = pg.execute("SELECT nextval(pg_get_serial_sequence('sessions', 'session_key'))")
+        assert after.fetchone() == (2,)
 
 
 def test_a_target_that_holds_rows_is_refused(

@@ -206,3 +206,24 @@ def test_chinese_substring_search_is_served_and_isolated(pg: psycopg.Connection)
         )
     )
     assert "memories_search_trgm" in plan
+
+
+def test_0017_keys_events_by_integers_as_on_sqlite(pg: psycopg.Connection, tmp_path: Path) -> None:
+    from app.storage.events import SELECT_EVENTS
+    from tests.storage.test_migrations import AFTER_0017, BEFORE_0017, migrations_before
+
+    apply_migrations(pg, migrations_before(PG_DIR, 17, tmp_path / "old"))
+    for statement in BEFORE_0017:
+        pg.execute(statement)
+    assert apply_migrations(pg, PG_DIR)[0] == "0017_event_keys"
+    select = f"{SELECT_EVENTS} ORDER BY e.seq".replace("?", "%s")
+    read = [tuple(r) for s in ("s1", "s2") for r in pg.execute(select, (s,)).fetchall()]
+    assert read == AFTER_0017
+    pg.execute(
+        "INSERT INTO sessions (id, tenant_id, user_id, created_at, updated_at,"
+        " last_activity_at) VALUES ('s3', 't1', 'u', 0, 0, 0)"
+    )
+    keys = dict(pg.execute("SELECT id, session_key FROM sessions").fetchall())
+    assert sorted(keys.values()) == [1, 2, 3] and keys["s3"] == 3
+    pg.execute("DELETE FROM sessions WHERE id = 's1'")
+    assert pg.execute("SELECT DISTINCT session_key FROM events").fetchall() == [(keys["s2"],)]

@@ -324,7 +324,7 @@ async function onEvent(v, event) {
       break;
     case "step.updated":
       upsert($("steps"), d.step_id, el("li", { class: d.status },
-        // a finished turn's superseded states replay as {step_id, status}; its last one is whole
+        // a step's last state is whole; states stored shrunk ({step_id, status}) by an older Hermes
         `${d.action_type ?? "step"} ${d.name ?? d.step_id}: ${d.status}`,
         d.finished_at && d.started_at ? ` (${Math.round((d.finished_at - d.started_at) * 1000)} ms)` : "",
         d.error ? ` ${d.error.code || ""}` : ""));
