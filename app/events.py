@@ -191,11 +191,58 @@ def step_updated(
         "name": name,
         "status": status,
         "attempts": attempts,
-        "started_at": started_at,
-        "finished_at": finished_at,
+        # Milliseconds are what anyone reads from these (the steps API has the full times).
+        "started_at": _ms(started_at),
+        "finished_at": _ms(finished_at),
         "error": error,
     }
     return NewEvent(EventType.STEP_UPDATED, data, turn_id)
+
+
+def _ms(at: float | None) -> float | None:
+    return None if at is None else round(at, 3)
+
+
+# Fields stored only when they are not null (most steps have no parent and no error): a reader
+# puts them back, as null and in their place (`as_sent`), so a replayed event is the live one
+# byte for byte. A payload without every other field (a step state shrunk in place by an older
+# Hermes) is left as it is.
+_STEP_FIELDS = (
+    "turn_id",
+    "step_id",
+    "key",
+    "parent_id",
+    "action_type",
+    "name",
+    "status",
+    "attempts",
+    "started_at",
+    "finished_at",
+    "error",
+)
+_NULL_NOT_STORED: dict[EventType, tuple[tuple[str, ...], frozenset[str]]] = {
+    EventType.STEP_UPDATED: (_STEP_FIELDS, frozenset({"parent_id", "error"})),
+}
+
+
+def at_rest(type: EventType, data: dict[str, Any]) -> dict[str, Any]:
+    """The payload as it is stored: without the fields `as_sent` puts back."""
+    spec = _NULL_NOT_STORED.get(type)
+    if spec is None:
+        return data
+    _order, optional = spec
+    return {k: v for k, v in data.items() if not (v is None and k in optional)}
+
+
+def as_sent(type: EventType, data: dict[str, Any]) -> dict[str, Any]:
+    """A stored payload (its turn id already in front) as it went on the wire."""
+    spec = _NULL_NOT_STORED.get(type)
+    if spec is None:
+        return data
+    order, optional = spec
+    if any(k not in data for k in order if k not in optional) or len(data) >= len(order):
+        return data
+    return {k: data.get(k) for k in order}
 
 
 def tool_started(turn_id: str, call_id: str, tool: str) -> NewEvent:

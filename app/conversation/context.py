@@ -106,7 +106,8 @@ def _not_executed(call_id: str) -> ToolMessage:
         "status": "error",
         "error": {"code": "not_executed", "message": "this call was not executed (the turn ended)"},
     }
-    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(body)}
+    content = json.dumps(body, separators=(",", ":"))
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 def group_turns(

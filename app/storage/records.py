@@ -8,7 +8,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.events import TERMINAL_TURN_EVENTS, EventType
+from app.events import TERMINAL_TURN_EVENTS, EventType, as_sent
 
 Role = Literal["system", "user", "assistant", "tool"]
 SessionStatus = Literal["active", "archived"]
@@ -157,7 +157,9 @@ class Event:
             tenant_id=row["tenant_id"],
             # Every type ever stored is in the catalogue (it only grows), so old rows load.
             type=EventType(row["type"]),
-            data=_with_turn_id(json.loads(row["data"]), row["turn_id"]),
+            data=as_sent(
+                EventType(row["type"]), _with_turn_id(json.loads(row["data"]), row["turn_id"])
+            ),
             turn_id=row["turn_id"],
             created_at=row["created_at"],
         )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.errors import DatabaseClosed
-from app.events import EventType
+from app.events import EventType, at_rest
 from app.storage import fence as fences
 from app.storage.port import Connection, Cursor, Database, Dialect, dialect_of, note_event
 from app.storage.records import Event, dumps
@@ -76,7 +76,7 @@ class Tx:
         the row stores only the turn's number in the session, and a reader joins the turn's id
         back and puts it in front (`Event.from_row`). `tenant_id` is the session's: the record
         carries it, the row does not."""
-        payload = dumps(_without_turn_id(data, turn_id))
+        payload = dumps(at_rest(type, _without_turn_id(data, turn_id)))
         if self.dialect == "postgres":  # one statement, one round trip
             row = self.conn.execute(
                 _EMIT_POSTGRES,

@@ -3,15 +3,17 @@ only after the commit."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
+from app import events
 from app.events import EventType
 from app.storage.events import EventStore
 from app.storage.port import Database
-from app.storage.records import Event
+from app.storage.records import Event, dumps
 from app.storage.tx import Store, TurnWrites, Tx
 
 SESSION = "ses_tx"
@@ -120,6 +122,55 @@ async def test_a_turns_id_is_stored_once_as_its_number_and_read_back_in_front(
         [("turn_id", "turn_1"), ("ahead", 3)],
     ]
     assert [(e.session_id, e.tenant_id, e.turn_id) for e in read] == [(SESSION, "t", "turn_1")] * 2
+
+
+async def test_a_step_states_null_fields_are_not_stored_and_read_back_as_sent(
+    db: Database,
+) -> None:
+    await add_turn(db, SESSION, "turn_1", 1)
+    common = {
+        "key": "tool:c1",
+        "action_type": "call_tool",
+        "name": "lookup",
+        "attempts": 1,
+        "started_at": 1796133105.7841797,
+        "finished_at": None,
+    }
+    plain = events.step_updated(
+        "turn_1", "stp_1", parent_id=None, status="running", error=None, **common
+    )
+    failed = events.step_updated(
+        "turn_1", "stp_2", parent_id="stp_0", status="failed", error={"code": "x"}, **common
+    )
+    live = await Store(db).transact(
+        lambda tx: [tx.emit(SESSION, "t", *plain), tx.emit(SESSION, "t", *failed)]
+    )
+    stored = [
+        json.loads(r[0])
+        for r in await db.fetchall(
+            "SELECT e.data FROM events e JOIN sessions s ON s.session_key = e.session_key"
+            " WHERE s.id = ? ORDER BY e.seq",
+            (SESSION,),
+        )
+    ]
+    # No parent, no error: neither is stored; times at millisecond precision.
+    assert "parent_id" not in stored[0] and "error" not in stored[0]
+    assert stored[0]["started_at"] == 1796133105.784
+    assert stored[1]["parent_id"] == "stp_0" and stored[1]["error"] == {"code": "x"}
+    read = await EventStore(db).after(SESSION, 0)
+    # What a reconnecting client replays is what a live follower got, byte for byte.
+    assert [dumps(e.data) for e in read] == [dumps(e.data) for e in live]
+    assert list(read[0].data)[:4] == ["turn_id", "step_id", "key", "parent_id"]
+    # A state shrunk in place by an older Hermes reads as it is.
+    await db.write(
+        lambda c: c.execute(
+            "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
+            " SELECT session_key, 3, 1, 'step.updated', ?, 0 FROM sessions WHERE id = ?",
+            ('{"step_id":"stp_1","status":"queued"}', SESSION),
+        )
+    )
+    old = (await EventStore(db).after(SESSION, 2))[0]
+    assert old.data == {"turn_id": "turn_1", "step_id": "stp_1", "status": "queued"}
 
 
 async def test_an_event_of_a_turn_not_in_the_session_is_refused(db: Database) -> None:

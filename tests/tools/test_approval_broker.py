@@ -13,9 +13,26 @@ import pytest
 
 from app.principal import Principal
 from app.storage.approvals import ApprovalStore
+from app.storage.port import Database
 from app.storage.sessions import SessionStore
+from app.storage.turns import TurnStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import TurnScope
+
+
+async def a_turn(db: Database, session_id: str) -> str:
+    """A real turn of the session: the approval's events belong to it."""
+    accepted = await TurnStore(db).accept(
+        tenant_id="acme",
+        session_id=session_id,
+        content="refund me",
+        token_estimate=3,
+        client_message_id=None,
+        policy="enqueue",
+        max_queued=5,
+    )
+    assert accepted is not None
+    return accepted.turn.id
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -28,7 +45,7 @@ async def test_a_decision_through_another_process_wakes_the_waiting_turn(open_db
     session = await SessionStore(db).create("acme", "u1", {})
     here = ApprovalBroker(ApprovalStore(db), timeout_s=30, recheck_s=0.05)
     there = ApprovalBroker(ApprovalStore(db), timeout_s=30, recheck_s=0.05)
-    scope = TurnScope("acme", "u1", session.id, "turn_x")
+    scope = TurnScope("acme", "u1", session.id, await a_turn(db, session.id))
     created: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def on_created(approval: Any) -> None:
@@ -57,7 +74,7 @@ async def test_without_a_decision_it_still_expires(open_db: Any) -> None:
     session = await SessionStore(db).create("acme", "u1", {})
     broker = ApprovalBroker(ApprovalStore(db), timeout_s=0.3, recheck_s=0.05)
     outcome = await broker.request(
-        TurnScope("acme", "u1", session.id, "turn_x"),
+        TurnScope("acme", "u1", session.id, await a_turn(db, session.id)),
         call_id="call_1",
         tool="refund",
         arguments={},
