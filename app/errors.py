@@ -144,7 +144,7 @@ class SessionBusy(Conflict):
 
 
 class NoRunningTurn(Conflict):
-    """Nothing to cancel: no turn of the session is running (in this process)."""
+    """Nothing to cancel: no turn of the session is running (in any process)."""
 
     code = "no_running_turn"
 
@@ -214,6 +214,13 @@ class Unavailable(HermesError):
 
 class NLUUnavailable(Unavailable):
     code = "nlu_unavailable"
+
+
+class CancelTimeout(HermesError):
+    """The process running the turn did not end it within `HERMES_CANCEL_WAIT_S` of a cancel
+    asked elsewhere; the request stays on the turn until the turn ends."""
+
+    code = "cancel_timeout"
 
 
 class UpstreamLLMError(HermesError):

@@ -52,7 +52,7 @@ from app.settings import Settings
 from app.storage.approvals import ApprovalStore
 from app.storage.confirmations import ConfirmationStore
 from app.storage.engine import check_database, open_database
-from app.storage.leases import LeaseStore
+from app.storage.leases import LeaseStore, new_owner
 from app.storage.port import Database
 from app.storage.purge import Purger, RetentionPolicy, keep_wal_bounded
 from app.storage.tool_calls import ToolCallStore
@@ -368,13 +368,14 @@ async def open_runtime(
         stack.push_async_callback(sweeper.stop)
 
         bus = EventBus()
+        owner = new_owner()  # this process, as a session's lease holder
         fanout = None
         if shared is not None:
             # Followers here get the live events of turns other processes run, and theirs ours.
             # (redis costs ~0.1 s to import: only when configured.)
             from app.conversation.fanout import RedisFanout
 
-            fanout = RedisFanout(bus, shared)
+            fanout = RedisFanout(bus, shared, owner=owner)
             await fanout.start()
             stack.callback(metrics.watch_fanout(fanout.counts))
             stack.push_async_callback(fanout.aclose)  # after the turns stop: their last events
@@ -432,7 +433,8 @@ async def open_runtime(
         background(stack, budgets.warm([settings.model, *settings.fallback_models]), "prices")
         leases = SessionLeases(
             LeaseStore(db, bus.publish),
-            LeaseConfig(
+            owner=owner,
+            config=LeaseConfig(
                 ttl_s=settings.session_lease_s,
                 renew_s=settings.session_lease_renew_s,
                 sweep_s=settings.session_lease_sweep_s,
@@ -477,6 +479,8 @@ async def open_runtime(
                     wait_per_position_s=settings.handoff_wait_per_position_s,
                     sweep_s=settings.handoff_sweep_interval_s,
                 ),
+                cancel_wait_s=settings.cancel_wait_s,
+                cancel_signal=fanout,
             ),
         )
         manager, conversation, steps, turns = core.manager, core.service, stores.steps, stores.turns
@@ -486,6 +490,12 @@ async def open_runtime(
         # live process owns are left to it.
         await manager.resume_queued()
         background(stack, keep_leases(manager, leases), "session-leases")
+        if core.cancels is not None:
+            # Cancels other processes record for turns running here: at once when Redis tells
+            # this process, else found within a lease sweep.
+            if fanout is not None:
+                fanout.on_cancel = core.cancels.nudge
+            background(stack, core.cancels.run(), "cancel-requests")
 
         watchdog = Watchdog(
             steps=steps,

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     session_lease_s: float = Field(15.0, gt=0)
     session_lease_renew_s: float = Field(5.0, gt=0)
     session_lease_sweep_s: float = Field(1.0, gt=0)
+    # A cancel answered by a process that does not run the turn waits this long for the owner
+    # to end it (then 504 cancel_timeout); the owner looks for requests every sweep.
+    cancel_wait_s: float = Field(10.0, gt=0)
 
     # -- budgets and limits (0: off) -------------------------------------------------------------
     # Tokens as the model reports them (prompt + completion); cost in the prices' unit (USD for

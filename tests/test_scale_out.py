@@ -9,7 +9,9 @@ driven over HTTP only, as a load balancer would spread a call centre's browsers 
   one model call runs;
 - the session's lease row names the one process that ran its turns;
 - with the busy policy `enqueue`, messages posted through two processes at once are all
-  accepted and run one after the other, in the order they were accepted, by one owner.
+  accepted and run one after the other, in the order they were accepted, by one owner;
+- a cancel sent to B ends the turn running on A (its stream on A gets `turn.failed`,
+  `cancelled`), with Redis and without it (then A finds the request within a lease sweep).
 
 The processes are started once for the module (each start costs a couple of seconds); every
 test works on sessions of its own. The fake model's `Gate` holds a reply half-way, so "in
@@ -31,6 +33,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer, Gate, Reply
 from app.testing import SseEvent, read_events
+from tests.api.test_cancel import assert_cancelled
 from tests.api.test_fanout import fanout_metrics
 from tests.conftest import copy_demo
 from tests.postgres import fresh_database
@@ -52,8 +55,13 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def start_cluster(tmp: Path, demo_template: Path, names: str, **settings: str) -> Iterator[Cluster]:
-    """`hermes serve` per letter of `names` on one fresh database and Redis prefix."""
+def start_cluster(
+    tmp: Path, demo_template: Path, names: str, *, redis: bool = True, **settings: str
+) -> Iterator[Cluster]:
+    """`hermes serve` per letter of `names` on one fresh database and Redis prefix (or no
+    Redis at all)."""
+    if redis:
+        settings = {"HERMES_REDIS_URL": REDIS_URL, **settings}
     with FakeLLMServer() as llm, fresh_database() as url, key_prefix() as prefix:
         procs: list[subprocess.Popen[bytes]] = []
         bases: list[str] = []
@@ -63,7 +71,6 @@ def start_cluster(tmp: Path, demo_template: Path, names: str, **settings: str) -
                 env = hermes_env(
                     llm.url,
                     HERMES_DATABASE_URL=url,
-                    HERMES_REDIS_URL=REDIS_URL,
                     HERMES_REDIS_PREFIX=prefix,
                     HERMES_LOCAL_FALLBACK="false",
                     # One delta event per streamed piece: the order is checkable piece by piece.
@@ -241,6 +248,61 @@ async def _enqueue_through(pair: Cluster) -> None:
     assert (_pid(owner), token) == (pair.procs[0].pid, 1), "one owner ran all three"
 
 
+async def test_a_cancel_through_b_ends_the_turn_running_on_a(
+    cluster: Cluster, clients: list[httpx.AsyncClient]
+) -> None:
+    a, b, _c = clients
+    await _cancel_elsewhere(cluster, a, b)
+
+
+def test_without_redis_a_cancel_through_b_ends_the_turn_running_on_a(
+    tmp_path: Path, demo_template: Path
+) -> None:
+    with start_cluster(tmp_path, demo_template, "ab", redis=False) as pair:
+
+        async def run() -> None:
+            async with (
+                httpx.AsyncClient(base_url=pair.bases[0], timeout=30) as a,
+                httpx.AsyncClient(base_url=pair.bases[1], timeout=30) as b,
+            ):
+                health = (await a.get("/healthz")).json()
+                assert "redis" not in health["checks"], health
+                await _cancel_elsewhere(pair, a, b)
+
+        asyncio.run(run())
+
+
+async def _cancel_elsewhere(cluster: Cluster, a: httpx.AsyncClient, b: httpx.AsyncClient) -> None:
+    """A turn held mid-reply on A, cancelled through B: ended on A as a local cancel ends it."""
+    gate = Gate(after=HELD)
+    cluster.llm.enqueue(Reply("".join(CHUNKS), chunks=len(CHUNKS), gate=gate))
+    session_id = await _new_session(a)
+    try:
+        async with a.stream(
+            "POST",
+            f"/v1/sessions/{session_id}/messages",
+            json={"content": "go"},
+            headers={"Accept": "text/event-stream"},
+        ) as on_a:
+            assert on_a.status_code == 200
+            events = aiter(read_events(on_a))
+            seen: list[SseEvent] = []
+            await _read(events, seen, lambda got: _deltas(got) == CHUNKS[:HELD])
+            turn_id = seen[0].data["turn_id"]
+            owner, _token, _expires = await asyncio.to_thread(_lease, cluster, session_id)
+            assert _pid(owner) == cluster.procs[0].pid, "the turn runs on A"
+
+            assert_cancelled(await b.post(f"/v1/sessions/{session_id}/cancel"), session_id, turn_id)
+            await _read(events, seen, _ended)
+        assert (seen[-1].event, seen[-1].data["code"]) == ("turn.failed", "cancelled")
+        assert _deltas(seen) == CHUNKS[:HELD], "the reply went on after the cancel"
+        for client in (a, b):
+            gone = await client.post(f"/v1/sessions/{session_id}/cancel")
+            assert gone.status_code == 409 and gone.json()["error"]["code"] == "no_running_turn"
+    finally:
+        gate.open()
+
+
 async def _until_running(client: httpx.AsyncClient, session_id: str) -> None:
     deadline = time.monotonic() + 15
     while "generate_response" not in await _running_steps(client, session_id):
@@ -345,3 +407,7 @@ def _pid(owner: str) -> int:
 
 def _last_user_text(messages: list[dict[str, object]]) -> object:
     return [m.get("content") for m in messages if m.get("role") == "user"][-1]
+
+
+def _ended(events: list[SseEvent]) -> bool:
+    return events[-1].event in ("turn.completed", "turn.failed")

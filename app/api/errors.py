@@ -70,6 +70,7 @@ WIRE: dict[type[BaseException], Wire] = {
     e.CircuitOpen: Wire(503),
     e.Unavailable: Wire(503),
     e.UpstreamLLMError: Wire(502),
+    e.CancelTimeout: Wire(504),  # the process running the turn did not end it in time
     # a turn the caller waited for failed: the turn's own code, status by how it ended
     e.TurnFailed: Wire(502),
     e.TurnTimedOut: Wire(504),

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.conversation.budgets import Budgets
+from app.conversation.cancels import CancelSignal, RemoteCancels
 from app.conversation.context import ContextBuilder
 from app.conversation.events import EventBus
 from app.conversation.handoff import HandoffConfig, HandoffDesk
@@ -22,6 +23,7 @@ from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
 from app.memory.port import TurnMemory
+from app.storage.cancels import CancelStore
 from app.storage.confirmations import ConfirmationStore
 from app.storage.events import EventStore
 from app.storage.handoffs import HandoffStore
@@ -50,6 +52,7 @@ class TurnStores:
     confirmations: ConfirmationStore
     handoffs: HandoffStore
     summaries: SummaryStore
+    cancels: CancelStore
 
     @classmethod
     def on(cls, db: Database, publish: Callable[[list[Event]], None]) -> TurnStores:
@@ -63,6 +66,7 @@ class TurnStores:
             confirmations=ConfirmationStore(db, publish),
             handoffs=HandoffStore(db, publish),
             summaries=SummaryStore(db, publish),
+            cancels=CancelStore(db, publish),
         )
 
 
@@ -84,6 +88,10 @@ class TurnParts:
     # Token and cost caps, the turn rate per principal; None: nothing is counted.
     budgets: Budgets | None = None
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
+    # With leases: how long a cancel of a turn another process runs waits for its end, and
+    # what tells that process at once (Redis; without it, the owner looks every sweep).
+    cancel_wait_s: float = 10.0
+    cancel_signal: CancelSignal | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class TurnCore:
     manager: TurnManager
     service: ConversationService
     desk: HandoffDesk
+    cancels: RemoteCancels | None  # with leases; its `run()` is the owner's side, to start
 
 
 def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
@@ -129,6 +138,18 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         steps=stores.steps,
         leases=parts.leases,
     )
+    cancels = None
+    if parts.leases is not None:
+        cancels = RemoteCancels(
+            store=stores.cancels,
+            turns=stores.turns,
+            manager=manager,
+            bus=bus,
+            owner=parts.leases.owner,
+            wait_s=parts.cancel_wait_s,
+            check_s=parts.leases.config.sweep_s,
+            signal=parts.cancel_signal,
+        )
     service = ConversationService(
         sessions=stores.sessions,
         turns=stores.turns,
@@ -140,5 +161,6 @@ def assemble(stores: TurnStores, bus: EventBus, parts: TurnParts) -> TurnCore:
         budgets=parts.budgets,
         desk=desk,
         redactor=parts.redactor,
+        remote=cancels,
     )
-    return TurnCore(runner, manager, service, desk)
+    return TurnCore(runner, manager, service, desk, cancels)

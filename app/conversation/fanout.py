@@ -27,6 +27,12 @@ only grow but may have holes (a completed turn's superseded events are deleted a
 a follower that sees one reads the log, which has every later event still stored. Other kinds:
 `{"origin", "closed": true}` (the session was deleted) and `{"origin", "recheck": true}`.
 A process ignores its own messages: its followers had the events at once, from its bus.
+
+Besides the session channels, a process with a lease owner name listens on its own control
+channel (`<prefix>:control:<owner>`, subscribed as long as the subscription is up) for
+`{"origin", "cancel": <turn>, "session_id"}`: another process recorded a cancel request for a
+turn this one runs (`app.conversation.cancels`). The message only says "look now": the request
+itself is in the database, and a lost message costs a sweep's delay.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.asyncio.client import PubSub
@@ -59,6 +65,11 @@ _ERRORS = (RedisError, OSError)  # OSError covers TimeoutError
 
 def channel(prefix: str, session_id: str) -> str:
     return f"{prefix}:events:{session_id}"
+
+
+def control_channel(prefix: str, owner: str) -> str:
+    """Where a process (by its lease owner name) hears what other processes ask of it."""
+    return f"{prefix}:control:{owner}"
 
 
 def encode_events(origin: str, events: list[Event]) -> str:
@@ -104,6 +115,7 @@ class RedisFanout:
         bus: EventBus,
         shared: SharedRedis,
         *,
+        owner: str | None = None,
         poll_s: float = 0.25,
         retry_s: float = 0.5,
         timeout_s: float = 2.0,
@@ -111,6 +123,9 @@ class RedisFanout:
         self.origin = uuid.uuid4().hex
         self._bus = bus
         self._prefix = shared.prefix
+        # This process's control channel, and what it does when told a cancel is requested.
+        self._control = None if owner is None else control_channel(shared.prefix, owner)
+        self.on_cancel: Callable[[], None] | None = None
         self._poll_s = poll_s
         self._retry_s = retry_s
         # The process's one Redis client and pool (its owner closes it): publishing borrows a
@@ -273,6 +288,8 @@ class RedisFanout:
             try:
                 async with asyncio.timeout(self._timeout_s):
                     await pubsub.connect()  # type: ignore[no-untyped-call]
+                if self._control is not None:
+                    await _shielded(pubsub.subscribe(self._control))
                 self._set_subscribed(True)
                 self._back("subscribe")
                 async with asyncio.TaskGroup() as group:
@@ -325,7 +342,12 @@ class RedisFanout:
             message = await pubsub.get_message(timeout=None)
             if message is None:
                 continue
-            session_id = _text(message["channel"])[start:]
+            name = _text(message["channel"])
+            if name == self._control:
+                if message["type"] == "message":
+                    self._control_message(message["data"])
+                continue
+            session_id = name[start:]
             if message["type"] == "subscribe":
                 # From here on nothing is missed; what came before is in the log.
                 self._confirmed.add(session_id)
@@ -353,6 +375,29 @@ class RedisFanout:
             self._bus.recheck(session_id)
             return
         self.received += 1
+
+    # -- control: what other processes ask of this one -----------------------------------------
+
+    async def cancel_requested(self, owner: str, session_id: str, turn_id: str) -> None:
+        """Tell `owner` (a lease owner) that a turn it runs has a cancel request (the
+        `CancelSignal` of `app.conversation.cancels`). Raises when Redis does not take it."""
+        message = json.dumps({"origin": self.origin, "cancel": turn_id, "session_id": session_id})
+        async with asyncio.timeout(self._timeout_s):
+            await _shielded(self._redis.publish(control_channel(self._prefix, owner), message))
+        self.published += 1
+
+    def _control_message(self, raw: str | bytes) -> None:
+        try:
+            message = json.loads(raw)
+            wanted = isinstance(message, dict) and "cancel" in message
+        except ValueError:
+            wanted = False
+        if not wanted:
+            log.warning("unreadable control message")
+            return
+        self.received += 1
+        if self.on_cancel is not None:
+            self.on_cancel()
 
     async def _poller(self) -> None:
         """While the subscription is down, followers here recheck the log every `poll_s`."""

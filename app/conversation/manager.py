@@ -39,6 +39,7 @@ class _Worker:
     current: Turn | None = None
     turn_task: asyncio.Task[None] | None = field(default=None, repr=False)
     abort: tuple[str, str] | None = None  # (code, message) when a turn is ended from outside
+    ended: bool = False  # the current turn's end is written: nothing left to abort
     fence: Fence | None = None  # the session's lease while this worker holds it
     lost: bool = False  # another process took the session over: write nothing more
 
@@ -104,15 +105,20 @@ class TurnManager:
                 turn = claimed.turn
                 worker.current = turn
                 worker.abort = None
+                worker.ended = False
                 worker.turn_task = asyncio.create_task(
                     self._run(turn, claimed.user_id, worker), name=turn.id
                 )
                 try:
                     await asyncio.shield(worker.turn_task)
                 except asyncio.CancelledError:
-                    worker.turn_task.cancel()  # the worker itself is being stopped
-                    await asyncio.gather(worker.turn_task, return_exceptions=True)
-                    raise
+                    me = asyncio.current_task()
+                    if me is None or me.cancelling():  # the worker itself is being stopped
+                        worker.turn_task.cancel()
+                        await asyncio.gather(worker.turn_task, return_exceptions=True)
+                        raise
+                    # Only the turn's task was cancelled: an abort that came as the turn was
+                    # ending. Its end is written; the worker goes on.
                 finally:
                     worker.current = None
                     worker.turn_task = None
@@ -182,14 +188,31 @@ class TurnManager:
             await asyncio.gather(worker.task, return_exceptions=True)
 
     async def abort(self, turn_id: str, code: str, message: str) -> bool:
-        """End a running turn from outside (e.g. the watchdog); the session carries on."""
+        """End a running turn from outside (e.g. the watchdog); the session carries on. False
+        when the turn is not running here, or its end is already written (it is only tidying
+        up: cancelling that would cut its steps' closing short, and the worker with it)."""
+        running = self._running(turn_id)
+        if running is None:
+            return False
+        # Ended already (its end committed, the worker not yet told)? Then there is nothing to
+        # abort: the caller saw that end, or will.
+        stored = await self.turns.get(running[1].session_id, turn_id)
+        if stored is None or stored.finished or (running := self._running(turn_id)) is None:
+            return False
+        worker, task = running[0], running[2]
+        if worker.abort is None:  # (a second abort waits for the first: one end, once)
+            worker.abort = (code, message)
+            task.cancel()
+        await asyncio.wait({task})  # (the caller's own cancel does not reach the turn)
+        return True
+
+    def _running(self, turn_id: str) -> tuple[_Worker, Turn, asyncio.Task[None]] | None:
+        """The worker running `turn_id` (with the turn and its task), until its end is written."""
         for worker in self._workers.values():
-            if worker.current is not None and worker.current.id == turn_id and worker.turn_task:
-                worker.abort = (code, message)
-                worker.turn_task.cancel()
-                await asyncio.gather(worker.turn_task, return_exceptions=True)
-                return True
-        return False
+            current, task = worker.current, worker.turn_task
+            if current is not None and current.id == turn_id and task is not None:
+                return None if worker.ended else (worker, current, task)
+        return None
 
     async def _run(self, turn: Turn, user_id: str, worker: _Worker) -> None:
         started = asyncio.get_running_loop().time()
@@ -242,6 +265,7 @@ class TurnManager:
                 turn, "internal_error", "the turn failed; see the service logs", usage=used
             )
         finally:
+            worker.ended = True
             if status != "completed" and self.steps is not None and not worker.lost:
                 await self.steps.close_open(turn.id)
             seconds = asyncio.get_running_loop().time() - started

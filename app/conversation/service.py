@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.conversation.budgets import Budgets
+from app.conversation.cancels import CANCELLED, RemoteCancels
 from app.conversation.events import EventBus, Follower
 from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
@@ -57,7 +58,9 @@ class ConversationService:
         desk: HandoffDesk | None = None,
         budgets: Budgets | None = None,
         redactor: Redactor | None = None,
+        remote: RemoteCancels | None = None,
     ) -> None:
+        self.remote = remote  # cancels of turns other processes run (with leases)
         self.redactor = redactor or Redactor()
         self.desk = desk
         self.budgets = budgets
@@ -180,24 +183,21 @@ class ConversationService:
 
     async def cancel_turn(self, principal: Principal, session_id: str) -> Turn:
         """End the session's running turn as `cancelled` (`turn.failed`, open steps closed, the
-        session carries on with any queued turn); the turn as it ended."""
+        session carries on with any queued turn), wherever it runs; the turn as it ended.
+        A turn another process runs is ended there (`RemoteCancels`): `CancelTimeout` when
+        that process does not end it in time."""
         await self.get_session(principal, session_id)
         running = self.manager.running(session_id)
-        if running is None or not await self.manager.abort(
-            running.id, "cancelled", "the turn was cancelled"
-        ):
-            latest = await self.turns.latest(session_id)
-            if latest is not None and latest.status == "running":
-                raise NoRunningTurn(
-                    "the session's turn runs in another Hermes process; it cannot be cancelled"
-                    " from this one",
-                    session_id=session_id,
-                    turn_id=latest.id,
-                )
-            raise NoRunningTurn("no turn of this session is running", session_id=session_id)
-        ended = await self.turns.get(session_id, running.id)
-        assert ended is not None
-        return ended
+        if running is not None and await self.manager.abort(running.id, *CANCELLED):
+            ended = await self.turns.get(session_id, running.id)
+            assert ended is not None
+            return ended
+        # Not running here: another process may run it (several processes, one database).
+        if self.remote is not None:
+            ended = await self.remote.cancel(session_id)
+            if ended is not None:
+                return ended
+        raise NoRunningTurn("no turn of this session is running", session_id=session_id)
 
     def follow_turn(self, turn: Turn, after: int | None = None) -> AsyncGenerator[Event | None]:
         """The turn's events from its acceptance (or from after `after`, when that is later)

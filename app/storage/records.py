@@ -128,6 +128,7 @@ class Turn:
     started_at: float | None
     finished_at: float | None
     resume_from_step: str | None = None
+    cancel_requested_at: float | None = None  # another process asked to cancel it (0018)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Turn:

@@ -465,7 +465,8 @@ class TurnStore(Store):
             ) or (0,)
             tx.execute(
                 "UPDATE turns SET status = 'queued', error_code = NULL, error_message = NULL,"
-                " finished_at = NULL, resume_from_step = ?, accepted_seq = ? WHERE id = ?",
+                " finished_at = NULL, resume_from_step = ?, accepted_seq = ?,"
+                " cancel_requested_at = NULL WHERE id = ?",
                 (step_id, last_seq, turn.id),
             )
             tx.execute(

@@ -4,6 +4,7 @@ cancel, timeout, shutdown); queued turns picked up at start-up."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from app.errors import QueueFull, SessionBusy
 from app.llm.testing import Fail, Hang, Reply
 from app.principal import LOCAL
+from app.storage.records import Event
 from tests.conversation.core import Core, eventually, open_core
 
 
@@ -110,6 +112,33 @@ async def test_abort_ends_the_running_turn_and_the_worker_goes_on(tmp_path: Path
         )
         assert await core.reply(await core.finished(second.turn)) == "next one"
         # The aborted turn's open model step was closed with it.
+        steps = await core.steps.for_session(LOCAL.tenant_id, session_id, first.turn.id)
+        assert steps and all(s.status != "running" for s in steps)
+
+
+async def test_an_abort_as_the_turn_ends_finds_nothing_to_end_and_the_worker_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with open_core(
+        tmp_path, Fail(503, "down"), Reply("next one"), busy_policy="enqueue"
+    ) as core:
+        session_id = await core.new_session()
+        with core.bus.subscribe(session_id) as sub:
+            first = await core.service.post_message(LOCAL, session_id, "first", None)
+            second = await core.service.post_message(LOCAL, session_id, "second", None)
+            async with asyncio.timeout(5):
+                while True:  # the first turn's end, the moment it is committed
+                    event = await sub.get(5)
+                    if isinstance(event, Event) and event.terminal:
+                        break
+            # The worker still holds the turn (it closes its steps): a cancel, a watchdog now
+            # find it over, and neither cuts the closing short nor stops the worker.
+            assert core.manager.running(session_id) is not None
+            assert not await core.manager.abort(first.turn.id, "cancelled", "too late")
+
+        failed = await core.finished(first.turn)
+        assert (failed.status, failed.error_code) == ("failed", "llm_unavailable")
+        assert await core.reply(await core.finished(second.turn)) == "next one"
         steps = await core.steps.for_session(LOCAL.tenant_id, session_id, first.turn.id)
         assert steps and all(s.status != "running" for s in steps)
 

@@ -84,13 +84,19 @@ async def post_message(
     responses={
         404: {"model": ErrorResponse, "description": "No such session"},
         409: {"model": ErrorResponse, "description": "No turn of the session is running"},
+        504: {
+            "model": ErrorResponse,
+            "description": "The process running the turn did not end it within "
+            "HERMES_CANCEL_WAIT_S (cancel_timeout; the request stays on the turn)",
+        },
     },
 )
 async def cancel_turn(
     session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
 ) -> CancelledOut:
-    """End the running turn as `cancelled`: its stream gets `turn.failed` (code `cancelled`),
-    its open steps close, a JSON request waiting on it gets 503; queued turns still run."""
+    """End the running turn as `cancelled`, in whichever process runs it: its stream gets
+    `turn.failed` (code `cancelled`), its open steps close, a JSON request waiting on it gets
+    503; queued turns still run. Answers the turn as it ended."""
     return CancelledOut.of(await conversation.cancel_turn(principal, session_id))
 
 
