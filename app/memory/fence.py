@@ -1,7 +1,7 @@
 """Memory text that cannot pass for anything but data: neutral values and unforgeable fences.
 
 Recalled memory reaches the model between an opening and a closing marker that carry a
-random code made for that block (`<<memory 3f9a…>>` … `<<end memory 3f9a…>>`); stored text
+random code made for that block (`<<memory qkzv…>>` … `<<end memory qkzv…>>`); stored text
 cannot know the code. Values are neutralised as well, when written and again when read
 (rows stored before this existed, or written by other means, are covered too): angle and
 square brackets become harmless lookalikes, so `[End of memory]`, `[SYSTEM]`, `</memory>`,
@@ -66,8 +66,14 @@ def neutral(text: str) -> str:
     return " / ".join(lines)
 
 
+_CODE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
 def _code() -> str:
-    return secrets.token_hex(8)
+    """16 random lowercase letters (75 bits). Letters only: a hex code could be all digits (1 in
+    1,850), and the model-masking policy would then take it for a bank card number and send
+    the model a token in its place, a different fence from the one the block was built with."""
+    return "".join(secrets.choice(_CODE_LETTERS) for _ in range(16))
 
 
 @dataclass(frozen=True)
