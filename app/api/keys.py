@@ -43,12 +43,20 @@ _DURATION = re.compile(r"^([1-9][0-9]{0,5})([mhdw])$")
 _UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+# A key's longest lifetime: ten years. Longer ones reached past the year 9999, which no
+# timestamp the API writes can hold (the listing failed on such a key).
+MAX_LIFETIME_S = 3650 * 86400
+
+
 def parse_duration(text: str) -> float:
-    """Seconds in `90d`, `12h`, `30m`, `2w` (ValueError otherwise)."""
+    """Seconds in `90d`, `12h`, `30m`, `2w`, at most ten years (ValueError otherwise)."""
     found = _DURATION.match(text.strip())
     if found is None:
         raise ValueError(f"not a duration like 90d, 12h, 30m or 2w: {text!r}")
-    return int(found.group(1)) * _UNIT_S[found.group(2)]
+    seconds = int(found.group(1)) * _UNIT_S[found.group(2)]
+    if seconds > MAX_LIFETIME_S:
+        raise ValueError(f"a key lives at most 3650d (ten years), not {text!r}")
+    return seconds
 
 
 def make_key(pepper: bytes) -> MadeKey:

@@ -11,7 +11,7 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from app.api.auth import require_role
 from app.api.deps import KeysDep, PrincipalDep
@@ -42,8 +42,17 @@ class CreateKey(Strict):
     )
     name: str = Field("", max_length=200, description="A label for people, e.g. the frontend")
     expires_in: str | None = Field(
-        None, pattern=r"^[1-9][0-9]{0,5}[mhdw]$", description="e.g. 90d, 12h, 2w; none: never"
+        None,
+        pattern=r"^[1-9][0-9]{0,5}[mhdw]$",
+        description="e.g. 90d, 12h, 2w, at most 3650d; none: never",
     )
+
+    @field_validator("expires_in")
+    @classmethod
+    def _at_most_ten_years(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)  # ValueError: a 422 naming the field
+        return value
 
 
 class KeyOut(BaseModel):
