@@ -164,8 +164,9 @@ class Settings(BaseSettings):
     # `off` only on loopback (`hermes serve` refuses it elsewhere); `api_key`: managed keys
     # (`hermes keys create`), JWTs when configured, and the bootstrap keys below.
     auth: Literal["off", "api_key"] = "off"
-    # Bootstrap keys, plain text in the environment: each "tenant:role:key" (role customer,
-    # agent, operator or admin; the key at least 16 characters). For the first admin and tests.
+    # Bootstrap keys, plain text in the environment: each "tenant:role:key" (role agent,
+    # operator or admin; the key at least 16 characters). For the first admin and tests. A
+    # customer key is bound to one customer, which only a managed key can be (`--user`).
     api_keys: CommaList = Field(default_factory=list)
     # Keyed into every managed key's stored digest: the database alone cannot check a guess.
     # The same on every process; changing it invalidates every managed key.
@@ -335,8 +336,13 @@ class Settings(BaseSettings):
             parts = entry.split(":")
             if len(parts) != 3 or not all(parts):
                 raise ValueError("each API key must be 'tenant:role:key'")
-            if parts[1] not in {"customer", "agent", "operator", "admin"}:
-                raise ValueError(f"unknown role {parts[1]!r} (customer, agent, operator or admin)")
+            if parts[1] == "customer":
+                raise ValueError(
+                    "a customer key must be bound to one customer: make it with"
+                    " `hermes keys create --role customer --user <id>`"
+                )
+            if parts[1] not in {"agent", "operator", "admin"}:
+                raise ValueError(f"unknown role {parts[1]!r} (agent, operator or admin)")
             if len(parts[2]) < 16:
                 raise ValueError("API keys must be at least 16 characters")
         return value

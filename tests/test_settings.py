@@ -112,6 +112,11 @@ def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_API_KEYS", "acme:boss:0123456789abcdef")
     with pytest.raises(ConfigError, match="HERMES_API_KEYS: unknown role"):
         load_settings()
+    # A customer key is bound to one customer, which a bootstrap key cannot be: an unbound
+    # one read and deleted every customer's sessions of its tenant.
+    monkeypatch.setenv("HERMES_API_KEYS", "acme:customer:0123456789abcdef")
+    with pytest.raises(ConfigError, match="HERMES_API_KEYS: a customer key must be bound"):
+        load_settings()
     monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcdef")
     assert load_settings().api_keys == ["acme:agent:0123456789abcdef"]
 

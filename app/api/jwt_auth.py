@@ -17,7 +17,7 @@ from typing import Any
 import jwt
 
 from app.errors import Unauthorized
-from app.principal import Principal
+from app.principal import Principal, binding_problem
 
 ROLES = ("customer", "agent", "operator", "admin")
 _ASYMMETRIC = ("RS256", "ES256")
@@ -76,6 +76,9 @@ class JwtVerifier:
             raise Unauthorized("the token needs a tenant and a role claim")
         if user is not None and (not isinstance(user, str) or not user):
             raise Unauthorized("the token's user claim must be a user id")
+        problem = binding_problem(role, user)
+        if problem is not None:
+            raise Unauthorized(f"the token's role and user claims do not fit: {problem}")
         return Principal(
             tenant_id=tenant, role=role, subject=f"jwt:{claims['sub']}"[:200], user_id=user
         )

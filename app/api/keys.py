@@ -21,8 +21,8 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from app.errors import Unauthorized
-from app.principal import Principal
+from app.errors import InvalidInput, Unauthorized
+from app.principal import Principal, binding_problem
 from app.storage.keys import Actor, KeyRecord, KeyStore, NewKey
 
 __all__ = ["DURATION_PATTERN", "Actor", "KeyRecord", "ManagedKeys", "parse_duration"]
@@ -115,6 +115,9 @@ class ManagedKeys:
             raise Unauthorized("this API key has been revoked", key_id=key_id)
         if not record.usable(now):
             raise Unauthorized("this API key has expired", key_id=key_id, expired=True)
+        problem = binding_problem(record.role, record.user_id)
+        if problem is not None:  # a key made before the rule: make a new one
+            raise Unauthorized(f"this API key is no longer valid: {problem}", key_id=key_id)
         if now - self._touched.get(key_id, 0.0) >= TOUCH_EVERY_S:
             self._touched[key_id] = now
             self.store.touch(key_id, now)
@@ -123,7 +126,10 @@ class ManagedKeys:
     async def still_valid(self, principal: Principal) -> bool:
         record = await self._record(principal.subject)
         return (
-            record is not None and record.usable(time.time()) and principal_of(record) == principal
+            record is not None
+            and record.usable(time.time())
+            and binding_problem(record.role, record.user_id) is None
+            and principal_of(record) == principal
         )
 
     # -- managing (the admin API and `hermes keys`) ---------------------------------------
@@ -138,7 +144,11 @@ class ManagedKeys:
         name: str = "",
         lifetime_s: float | None = None,
     ) -> tuple[KeyRecord, str]:
-        """The new key's row and the key itself (to show once)."""
+        """The new key's row and the key itself (to show once). A customer key must be bound
+        to a user and a staff key must not be (`InvalidInput`)."""
+        problem = binding_problem(role, user_id)
+        if problem is not None:
+            raise InvalidInput(problem, field="user_id", role=role)
         made = make_key(self._pepper)
         record = await self.store.create(
             made.stored,
@@ -154,7 +164,13 @@ class ManagedKeys:
     async def rotate(
         self, tenant_id: str, key_id: str, actor: Actor
     ) -> tuple[KeyRecord, str] | None:
-        """A new key like the old one, the old one revoked (None: no such usable key)."""
+        """A new key like the old one, the old one revoked (None: no such usable key). A key
+        whose role and user binding no longer fit together is not rotated (`InvalidInput`):
+        make a new one."""
+        old = await self.store.find(tenant_id, key_id)
+        problem = None if old is None else binding_problem(old.role, old.user_id)
+        if problem is not None:
+            raise InvalidInput(f"{problem}: create a new key instead", key_id=key_id)
         made = make_key(self._pepper)
         record = await self.store.rotate(tenant_id, key_id, made.stored, actor)
         self.forget(key_id)

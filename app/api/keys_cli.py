@@ -16,11 +16,13 @@ import time
 from app.api.auth import key_pepper
 from app.api.keys import ManagedKeys, parse_duration
 from app.errors import ConfigError, HermesError
+from app.principal import binding_problem
 from app.settings import Settings, load_settings
 from app.storage.engine import open_database
 from app.storage.keys import Actor, KeyRecord, KeyStore
 
 ROLES = ("customer", "agent", "operator", "admin")
+_BINDING_HINT = {True: "add --user <customer id>", False: "leave out --user"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create = verbs.add_parser("create", help="make a key; prints it once")
     create.add_argument("--tenant", required=True)
     create.add_argument("--role", required=True, choices=ROLES)
-    create.add_argument("--user", help="bind the key to one customer's sessions and memories")
+    create.add_argument(
+        "--user", help="the customer a customer key acts for (required for it, refused for staff)"
+    )
     create.add_argument("--expires", help="lifetime: 90d, 12h, 30m, 2w (default: never)")
     create.add_argument("--name", default="", help="a label, e.g. the frontend using it")
     listing = verbs.add_parser("list", help="the keys (never their secrets)")
@@ -42,6 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.verb == "create" and (problem := binding_problem(args.role, args.user)) is not None:
+        print(f"hermes: {problem}: {_BINDING_HINT[args.role == 'customer']}", file=sys.stderr)
+        return 2
     try:
         settings = load_settings()
         expires = None if getattr(args, "expires", None) is None else parse_duration(args.expires)

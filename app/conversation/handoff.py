@@ -95,7 +95,7 @@ class HandoffDesk:
 
     async def request(
         self,
-        principal: Principal,
+        tenant_id: str,
         session_id: str,
         reason: str,
         *,
@@ -114,7 +114,7 @@ class HandoffDesk:
             return _POSITION[lang].format(position=position, minutes=minutes)
 
         requested = await self.handoffs.request(
-            principal.tenant_id,
+            tenant_id,
             session_id,
             reason=reason,
             language=lang,
@@ -290,9 +290,8 @@ class HandoffDesk:
         (`human_handoff`: queued), or the end (`goodbye`: the contact summary)."""
         try:
             if intent == "human_handoff":
-                principal = Principal(turn.tenant_id, "customer", "customer")
                 await self.request(
-                    principal,
+                    turn.tenant_id,
                     turn.session_id,
                     "the customer asked for a person",
                     requested_by="customer",

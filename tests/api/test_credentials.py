@@ -18,7 +18,7 @@ from app.testing import LiveService, read_events, serve
 from tests.api.test_sessions import assert_error
 
 AGENT, OPERATOR, OTHER = "acme-agent-key-0001", "acme-operator-key-1", "globex-agent-key-01"
-CUSTOMER = "acme-customer-key-01"
+ADMIN = "acme-admin-key-0001"
 SECRET = "s" * 40
 ORIGIN = "https://desk.example.com"
 
@@ -31,7 +31,7 @@ async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
             f"acme:agent:{AGENT}",
             f"acme:operator:{OPERATOR}",
             f"globex:agent:{OTHER}",
-            f"acme:customer:{CUSTOMER}",
+            f"acme:admin:{ADMIN}",
         ],
         auth_secret=SECRET,
         cors_origins=[ORIGIN],
@@ -42,6 +42,15 @@ async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
 
 def _key(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+async def _customer_key(svc: LiveService, user_id: str = "u1") -> str:
+    """A customer-facing frontend's key for one customer (a customer key is always bound)."""
+    made = await svc.client.post(
+        "/v1/keys", json={"role": "customer", "user_id": user_id}, headers=_key(ADMIN)
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["key"])
 
 
 async def _session(svc: LiveService, key: str = AGENT) -> str:
@@ -167,7 +176,8 @@ async def test_the_desk_signs_in_with_a_key_and_holds_only_an_httponly_cookie(
         "unauthorized",
     )
     # A customer-facing key holds conversations; it does not sign in at the desk.
-    refused = await client.post("/v1/desk/login", json={"api_key": CUSTOMER})
+    customer = await _customer_key(svc)
+    refused = await client.post("/v1/desk/login", json={"api_key": customer})
     assert_error(refused, 403, "forbidden")
     assert "set-cookie" not in refused.headers
     response = await client.post("/v1/desk/login", json={"api_key": OPERATOR})
@@ -261,8 +271,9 @@ async def test_a_customer_key_s_stream_token_follows_its_own_session(
     svc: LiveService,
 ) -> None:
     # What a customer's page does: its backend holds the key, the page gets a token.
-    session_id = await _session(svc, CUSTOMER)
-    minted = await _token(svc, session_id, CUSTOMER)
+    customer = await _customer_key(svc)
+    session_id = await _session(svc, customer)
+    minted = await _token(svc, session_id, customer)
     event = await _first_event(
         svc, minted["events_url"].split("?")[0], stream_token=minted["token"]
     )

@@ -22,8 +22,8 @@ from app.testing import LiveService, SseEvent, read_events, serve
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
 
-CUSTOMER, AGENT, AGENT_B, OPERATOR, STRANGER = (
-    "acme-customer-key-01",
+ADMIN, AGENT, AGENT_B, OPERATOR, STRANGER = (
+    "acme-admin-key-0001",
     "acme-agent-key-0001",
     "acme-agent-key-0002",
     "acme-operator-key-1",
@@ -35,14 +35,23 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-AS_CUSTOMER, AS_AGENT, AS_AGENT_B, AS_OPERATOR = map(auth, (CUSTOMER, AGENT, AGENT_B, OPERATOR))
+AS_AGENT, AS_AGENT_B, AS_OPERATOR = map(auth, (AGENT, AGENT_B, OPERATOR))
+
+
+async def as_customer(svc: LiveService, user_id: str = "u1") -> dict[str, str]:
+    """A customer-facing frontend's key for one customer (a customer key is always bound)."""
+    made = await svc.client.post(
+        "/v1/keys", json={"role": "customer", "user_id": user_id}, headers=auth(ADMIN)
+    )
+    assert made.status_code == 201, made.text
+    return auth(made.json()["key"])
 
 
 def desk_settings(make_settings: Any, **overrides: Any) -> Any:
     return make_settings(
         auth="api_key",
         api_keys=[
-            f"acme:customer:{CUSTOMER}",
+            f"acme:admin:{ADMIN}",
             f"acme:agent:{AGENT}",
             f"acme:agent:{AGENT_B}",
             f"acme:operator:{OPERATOR}",
@@ -56,7 +65,7 @@ def desk_settings(make_settings: Any, **overrides: Any) -> Any:
 @pytest.fixture
 async def svc(make_settings: Any) -> AsyncIterator[LiveService]:
     async with serve(desk_settings(make_settings)) as service:
-        service.client.headers.update(AS_CUSTOMER)
+        service.client.headers.update(await as_customer(service))
         yield service
 
 
@@ -107,6 +116,7 @@ async def test_asking_for_a_person_in_words_queues_the_session_with_what_the_age
     svc: LiveService, fake_llm: FakeLLMServer
 ) -> None:
     fake_llm.enqueue(Reply("Let me find a colleague for you."))
+    svc.client.headers.update(await as_customer(svc, "cust_0014"))
     session_id = await new_session(svc, "cust_0014")
     answered = await say(svc, session_id, "Can I talk to a real person please?")
     assert answered.status_code == 200, answered.text
@@ -134,6 +144,7 @@ async def test_asking_for_a_person_in_words_queues_the_session_with_what_the_age
 async def test_the_queue_is_oldest_first_and_a_second_request_is_the_same_handoff(
     svc: LiveService,
 ) -> None:
+    svc.client.headers.update(AS_AGENT)  # a staff key asks for a person for three customers
     sessions = [await new_session(svc, f"u{i}") for i in range(3)]
     for i, session_id in enumerate(sessions):
         response = await ask(svc, session_id, f"reason {i}")
@@ -157,7 +168,7 @@ async def test_claims_need_the_agent_role_and_one_agent_at_a_time(svc: LiveServi
     session_id = await new_session(svc)
     assert_error(await claim(svc, session_id, AS_AGENT), 404, "handoff_not_found")
     await ask(svc, session_id)
-    assert_error(await claim(svc, session_id, AS_CUSTOMER), 403, "forbidden")
+    assert_error(await claim(svc, session_id, svc.client.headers), 403, "forbidden")
     assert_error(await svc.client.get("/v1/handoffs"), 403, "forbidden")
     # Another tenant's agent neither sees nor takes it: the session does not exist for them.
     assert_error(await claim(svc, session_id, auth(STRANGER)), 404, "session_not_found")
@@ -256,7 +267,7 @@ async def test_an_unclaimed_handoff_ends_in_a_ticket_and_a_call_back(
 ) -> None:
     settings = desk_settings(make_settings, handoff_fallback_s=0.3, handoff_sweep_interval_s=0.05)
     async with serve(settings) as svc:
-        svc.client.headers.update(AS_CUSTOMER)
+        svc.client.headers.update(await as_customer(svc))
         session_id = await new_session(svc)
         await ask(svc, session_id, "wants a person")
         fallback = of_type("message.completed", kind="handoff_fallback")
@@ -285,6 +296,7 @@ def sample(metrics: str, name: str) -> float:
 async def test_the_queue_gauge_and_the_wait_histogram_move(svc: LiveService) -> None:
     claimed = 'hermes_handoff_wait_seconds_count{outcome="claimed"}'
     before = sample((await svc.client.get("/metrics")).text, claimed)
+    svc.client.headers.update(AS_AGENT)
     sessions = [await new_session(svc, f"u{i}") for i in range(2)]
     for session_id in sessions:
         await ask(svc, session_id)
@@ -308,6 +320,7 @@ async def test_goodbye_writes_the_contact_summary_with_what_was_done(
         Reply("Your order was delivered."),
         Reply("Goodbye!"),
     )
+    svc.client.headers.update(await as_customer(svc, LI_LEI))
     session_id = await new_session(svc, LI_LEI)
     summary_url = f"/v1/sessions/{session_id}/summary"
     assert_error(await svc.client.get(summary_url), 404, "summary_not_found")

@@ -237,7 +237,7 @@ async def test_the_last_used_time_moves_once_a_minute(svc: LiveService) -> None:
 async def test_the_database_holds_digests_never_keys(
     svc: LiveService, key_settings: Settings, database_url: str | None
 ) -> None:
-    created = await _create(svc, role="operator", user_id="u9")
+    created = await _create(svc, role="customer", user_id="u9")
     secret = created["key"].rsplit("_", 1)[1]
     assert (await svc.client.get("/v1/sessions", headers=_as(created["key"]))).status_code == 200
     await svc.client.post(f"/v1/keys/{created['id']}/rotate", headers=_as(ADMIN))

@@ -81,13 +81,13 @@ async def test_keys_made_by_the_command_work_in_the_service(
     svc: LiveService, cli_settings: Settings
 ) -> None:
     code, out, err = await hermes_keys(
-        cli_settings, "create", "--tenant", "acme", "--role", "agent", "--user", "u1",
+        cli_settings, "create", "--tenant", "acme", "--role", "customer", "--user", "u1",
         "--expires", "90d", "--name", "ivr",
     )  # fmt: skip
     assert code == 0, err
     key = out.strip()
     assert out.count("\n") == 1 and key.startswith("hk_")  # the key alone, once
-    assert "tenant acme, role agent, user u1" in err and "shown this once" in err
+    assert "tenant acme, role customer, user u1" in err and "shown this once" in err
     key_id = "key_" + key.split("_")[1]
     assert key_id in err and key not in err
 
@@ -96,7 +96,7 @@ async def test_keys_made_by_the_command_work_in_the_service(
 
     code, out, err = await hermes_keys(cli_settings, "list", "--tenant", "acme")
     assert code == 0, err
-    assert key_id in out and "role=agent" in out and "user=u1" in out and "status=active" in out
+    assert key_id in out and "role=customer" in out and "user=u1" in out and "status=active" in out
     assert key.split("_", 2)[2] not in out  # the secret (it may hold "_" itself)
 
     code, out, err = await hermes_keys(cli_settings, "rotate", key_id)

@@ -26,7 +26,7 @@ def desk_of(core: Core) -> HandoffDesk:
 
 async def take_over(core: Core, session_id: str) -> None:
     desk = desk_of(core)
-    await desk.request(LOCAL, session_id, "asked", requested_by="customer", language="en")
+    await desk.request(LOCAL.tenant_id, session_id, "asked", requested_by="customer", language="en")
     await desk.claim(AGENT, session_id)
 
 

@@ -11,7 +11,8 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
 from app.api.auth import require_role
 from app.api.deps import KeysDep, PrincipalDep
@@ -19,7 +20,7 @@ from app.api.keys import DURATION_PATTERN, Actor, KeyRecord, parse_duration
 from app.api.params import MAX_ID_CHARS
 from app.api.schemas import ErrorResponse, Strict, iso
 from app.errors import KeyNotFound
-from app.principal import Principal, Role
+from app.principal import Principal, Role, binding_problem
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 
@@ -31,14 +32,36 @@ _NOT_FOUND: dict[int | str, dict[str, object]] = {
 }
 
 
+# A customer key is bound to one customer and a staff key to none (app.principal): said in the
+# schema too, so a client (or a fuzzer) knows which bodies are refused.
+_BINDING: JsonDict = {
+    "oneOf": [
+        {
+            "required": ["role", "user_id"],
+            "properties": {"role": {"const": "customer"}, "user_id": {"type": "string"}},
+        },
+        {
+            "required": ["role"],
+            "properties": {
+                "role": {"enum": ["agent", "operator", "admin"]},
+                "user_id": {"type": "null"},
+            },
+        },
+    ]
+}
+
+
 class CreateKey(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_BINDING)
+
     role: Role
     user_id: str | None = Field(
         None,
         min_length=1,
         max_length=128,
         pattern=r"^[A-Za-z0-9_.:@+-]+$",
-        description="Bind the key to one customer: their sessions and memories only",
+        description="The one customer a customer key acts for (required for role customer, "
+        "refused for the others: staff keys work their whole tenant)",
     )
     name: str = Field("", max_length=200, description="A label for people, e.g. the frontend")
     expires_in: str | None = Field(
@@ -46,6 +69,13 @@ class CreateKey(Strict):
         pattern=DURATION_PATTERN,
         description="e.g. 90d, 12h, 2w, at most ten years (3650d, 521w); none: never",
     )
+
+    @model_validator(mode="after")
+    def _bound_as_the_role_says(self) -> CreateKey:
+        problem = binding_problem(self.role, self.user_id)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class KeyOut(BaseModel):
