@@ -147,6 +147,22 @@ def get_conversation(runtime: RuntimeDep) -> ConversationService:
 ConversationDep = Annotated[ConversationService, Depends(get_conversation)]
 
 
+async def visible_session_id(
+    session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
+) -> str:
+    """The path's session id, once the caller may see that session. Every route under
+    `/v1/sessions/{session_id}` takes its id from here: a customer principal (bound to one
+    customer) gets 404 for another customer's session, exactly as for another tenant's, before
+    its role, its body or anything else of the request is looked at. Staff principals are
+    scoped by tenant in every service call, so they cost nothing here."""
+    if principal.user_id is not None:
+        await conversation.get_session(principal, session_id)
+    return session_id
+
+
+VisibleSessionId = Annotated[str, Depends(visible_session_id)]
+
+
 def get_desk(runtime: RuntimeDep) -> HandoffDesk:
     return runtime.desk
 

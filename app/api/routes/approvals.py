@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from app.api.auth import require_role
-from app.api.deps import ApprovalsDep, ConversationDep, PrincipalDep
-from app.api.params import ApprovalId, SessionId
+from app.api.deps import ApprovalsDep, ConversationDep, PrincipalDep, VisibleSessionId
+from app.api.params import ApprovalId
 from app.api.schemas import (
     ApprovalDecisionIn,
     ErrorResponse,
@@ -25,7 +25,7 @@ router = APIRouter(prefix="/v1/sessions/{session_id}/approvals", tags=["approval
 
 @router.get("", response_model=ToolApprovalList)
 async def list_approvals(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     principal: PrincipalDep,
     approvals: ApprovalsDep,
     conversation: ConversationDep,
@@ -43,7 +43,7 @@ async def list_approvals(
     responses={404: {"model": ErrorResponse, "description": "No such session or approval"}},
 )
 async def get_approval(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     approval_id: ApprovalId,
     principal: PrincipalDep,
     approvals: ApprovalsDep,
@@ -64,7 +64,7 @@ async def get_approval(
     },
 )
 async def decide(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     approval_id: ApprovalId,
     body: ApprovalDecisionIn,
     principal: PrincipalDep,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, status
 
 from app.api.auth import require_role
-from app.api.deps import ConversationDep, DeskDep, PrincipalDep
+from app.api.deps import DeskDep, PrincipalDep, VisibleSessionId
 from app.api.desk_schemas import (
     CloseSession,
     HandoffList,
@@ -18,7 +18,6 @@ from app.api.desk_schemas import (
     SuggestionOut,
     SummaryOut,
 )
-from app.api.params import SessionId
 from app.api.schemas import ErrorResponse
 
 router = APIRouter(tags=["handoffs"])
@@ -36,16 +35,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     responses=_ERRORS,
 )
 async def request_handoff(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     body: RequestHandoff,
     principal: PrincipalDep,
     desk: DeskDep,
-    conversation: ConversationDep,
 ) -> HandoffOut:
-    if principal.user_id is not None:  # a key bound to a user: that user's sessions only
-        await conversation.get_session(principal, session_id)
     by = "customer" if principal.role == "customer" else principal.subject
-    requested = await desk.request(principal, session_id, body.reason, requested_by=by)
+    requested = await desk.request(principal.tenant_id, session_id, body.reason, requested_by=by)
     return HandoffOut.of(await desk.describe(requested.handoff, requested.position))
 
 
@@ -62,7 +58,9 @@ async def list_handoffs(
 
 
 @router.get("/v1/sessions/{session_id}/handoff", response_model=HandoffOut, responses=_ERRORS)
-async def get_handoff(session_id: SessionId, principal: PrincipalDep, desk: DeskDep) -> HandoffOut:
+async def get_handoff(
+    session_id: VisibleSessionId, principal: PrincipalDep, desk: DeskDep
+) -> HandoffOut:
     return HandoffOut.of(await desk.get(principal, session_id))
 
 
@@ -70,7 +68,7 @@ async def get_handoff(session_id: SessionId, principal: PrincipalDep, desk: Desk
     "/v1/sessions/{session_id}/handoff/claim", response_model=HandoffOut, responses=_ERRORS
 )
 async def claim_handoff(
-    session_id: SessionId, principal: PrincipalDep, desk: DeskDep
+    session_id: VisibleSessionId, principal: PrincipalDep, desk: DeskDep
 ) -> HandoffOut:
     require_role(principal, "agent")
     handoff = await desk.claim(principal, session_id)
@@ -81,7 +79,7 @@ async def claim_handoff(
     "/v1/sessions/{session_id}/handoff/release", response_model=HandoffOut, responses=_ERRORS
 )
 async def release_handoff(
-    session_id: SessionId, principal: PrincipalDep, desk: DeskDep
+    session_id: VisibleSessionId, principal: PrincipalDep, desk: DeskDep
 ) -> HandoffOut:
     require_role(principal, "agent")
     handoff = await desk.release(principal, session_id)
@@ -94,19 +92,23 @@ async def release_handoff(
     response_model=SuggestionOut,
     responses=_ERRORS,
 )
-async def suggest(session_id: SessionId, principal: PrincipalDep, desk: DeskDep) -> SuggestionOut:
+async def suggest(
+    session_id: VisibleSessionId, principal: PrincipalDep, desk: DeskDep
+) -> SuggestionOut:
     require_role(principal, "agent")
     return SuggestionOut(**await desk.suggest(principal, session_id))
 
 
 @router.post("/v1/sessions/{session_id}/close", response_model=SummaryOut, responses=_ERRORS)
 async def close_session(
-    session_id: SessionId, body: CloseSession, principal: PrincipalDep, desk: DeskDep
+    session_id: VisibleSessionId, body: CloseSession, principal: PrincipalDep, desk: DeskDep
 ) -> SummaryOut:
     require_role(principal, "agent")
     return SummaryOut.of(await desk.close(principal, session_id, body.disposition))
 
 
 @router.get("/v1/sessions/{session_id}/summary", response_model=SummaryOut, responses=_ERRORS)
-async def get_summary(session_id: SessionId, principal: PrincipalDep, desk: DeskDep) -> SummaryOut:
+async def get_summary(
+    session_id: VisibleSessionId, principal: PrincipalDep, desk: DeskDep
+) -> SummaryOut:
     return SummaryOut.of(await desk.summary(principal, session_id))

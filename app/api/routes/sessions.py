@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import ConversationDep, PrincipalDep
-from app.api.params import MESSAGE_CURSOR, SESSION_CURSOR, SessionId, cursor_query
+from app.api.deps import ConversationDep, PrincipalDep, VisibleSessionId
+from app.api.params import MESSAGE_CURSOR, SESSION_CURSOR, cursor_query
 from app.api.schemas import (
     CreateSession,
     ErrorResponse,
@@ -48,14 +48,14 @@ async def list_sessions(
 
 @router.get("/{session_id}", response_model=SessionOut, responses=NOT_FOUND)
 async def get_session(
-    session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
+    session_id: VisibleSessionId, principal: PrincipalDep, conversation: ConversationDep
 ) -> SessionOut:
     return SessionOut.of(await conversation.get_session(principal, session_id))
 
 
 @router.delete("/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
 async def delete_session(
-    session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
+    session_id: VisibleSessionId, principal: PrincipalDep, conversation: ConversationDep
 ) -> Response:
     await conversation.delete_session(principal, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -63,7 +63,7 @@ async def delete_session(
 
 @router.get("/{session_id}/messages", response_model=MessageList, responses=NOT_FOUND)
 async def list_messages(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     principal: PrincipalDep,
     conversation: ConversationDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.api import sse
-from app.api.deps import ConversationDep, PrincipalDep, StepsDep, StreamsDep
-from app.api.params import SessionId, StepId
+from app.api.deps import ConversationDep, PrincipalDep, StepsDep, StreamsDep, VisibleSessionId
+from app.api.params import StepId
 from app.api.schemas import ErrorResponse, RetryOut, StepList, StepOut
 
 router = APIRouter(prefix="/v1/sessions/{session_id}/steps", tags=["steps"])
@@ -17,14 +17,11 @@ router = APIRouter(prefix="/v1/sessions/{session_id}/steps", tags=["steps"])
 
 @router.get("", response_model=StepList, responses={404: {"model": ErrorResponse}})
 async def list_steps(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     principal: PrincipalDep,
     steps: StepsDep,
-    conversation: ConversationDep,
     turn_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> StepList:
-    if principal.user_id is not None:  # a key bound to a user: that user's sessions only
-        await conversation.get_session(principal, session_id)
     items = await steps.list_steps(principal, session_id, turn_id)
     return StepList(items=[StepOut.of(s) for s in items])
 
@@ -40,7 +37,7 @@ async def list_steps(
     },
 )
 async def retry_step(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     step_id: StepId,
     principal: PrincipalDep,
     steps: StepsDep,
@@ -48,8 +45,6 @@ async def retry_step(
     streams: StreamsDep,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
-    if principal.user_id is not None:
-        await conversation.get_session(principal, session_id)
     streamed = sse.wants_event_stream(accept)
     retried = steps.retry(principal, session_id, step_id)
     turn, release = await sse.with_slot(streams, principal, streamed, retried)

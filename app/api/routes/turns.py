@@ -9,7 +9,14 @@ from fastapi.responses import JSONResponse
 
 from app.api import sse
 from app.api.auth import require_role
-from app.api.deps import ConversationDep, DeskDep, PrincipalDep, StreamPrincipalDep, StreamsDep
+from app.api.deps import (
+    ConversationDep,
+    DeskDep,
+    PrincipalDep,
+    StreamPrincipalDep,
+    StreamsDep,
+    VisibleSessionId,
+)
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
@@ -43,7 +50,7 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
 
 @router.post("/{session_id}/messages", response_model=TurnOut, responses=_RESPONSES)
 async def post_message(
-    session_id: SessionId,
+    session_id: VisibleSessionId,
     body: PostMessage,
     principal: PrincipalDep,
     conversation: ConversationDep,
@@ -92,7 +99,7 @@ async def post_message(
     },
 )
 async def cancel_turn(
-    session_id: SessionId, principal: PrincipalDep, conversation: ConversationDep
+    session_id: VisibleSessionId, principal: PrincipalDep, conversation: ConversationDep
 ) -> CancelledOut:
     """End the running turn as `cancelled`, in whichever process runs it: its stream gets
     `turn.failed` (code `cancelled`), its open steps close, a JSON request waiting on it gets
@@ -118,6 +125,8 @@ async def session_events(
     streams: StreamsDep,
     resume: ResumeAfter,
 ) -> Response:
+    # A stream token or a key: `follow_session` checks the session is the caller's (as
+    # `VisibleSessionId` does for every other route under the session).
     following = conversation.follow_session(principal, session_id, resume)
     events, release = await sse.with_slot(streams, principal, True, following)
     return sse.stream_response(events, release)
