@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.api.schemas import MessageOut, Strict, iso
+from app.api.schemas import Label, MessageOut, Strict, iso
 from app.conversation.handoff import QueueItem
 
 
 class RequestHandoff(Strict):
-    reason: str = Field("", max_length=500)
+    reason: Label = Field("", max_length=500)
 
 
 class CloseSession(Strict):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from app.errors import InvalidInput, Unauthorized
 from app.principal import Principal, binding_problem
 from app.storage.keys import Actor, KeyRecord, KeyStore, NewKey
+from app.text.labels import clean_label
 
 __all__ = ["DURATION_PATTERN", "Actor", "KeyRecord", "ManagedKeys", "parse_duration"]
 
@@ -155,7 +156,7 @@ class ManagedKeys:
             tenant_id=tenant_id,
             role=role,
             user_id=user_id,
-            name=name,
+            name=clean_label(name),  # the command line's too
             expires_at=None if lifetime_s is None else time.time() + lifetime_s,
             actor=actor,
         )

@@ -11,12 +11,14 @@ from app.storage.approvals import Approval
 from app.storage.audit import AuditEntry
 from app.storage.records import Message, Session, Turn, dumps
 from app.storage.steps import Step
+from app.text.labels import clean_label, clean_labels
 
 _ID = r"^[A-Za-z0-9_.:@+-]+$"
 MAX_METADATA_BYTES = 16 * 1024
 
 
 def _metadata_size(value: dict[str, Any]) -> dict[str, Any]:
+    value = clean_labels(value)  # shown in listings: nothing invisible or control in it
     # Measured as stored (compact JSON, UTF-8): metadata is copied into every session read.
     size = len(dumps(value).encode())
     if size > MAX_METADATA_BYTES:
@@ -28,6 +30,8 @@ def _metadata_size(value: dict[str, Any]) -> dict[str, Any]:
 
 
 Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_size)]
+# Text people read in listings (names, reasons): cleaned of controls and invisible characters.
+Label = Annotated[str, AfterValidator(clean_label)]
 
 
 def iso(ts: float | None) -> str | None:
@@ -235,7 +239,7 @@ class ToolApprovalList(BaseModel):
 
 class ApprovalDecisionIn(Strict):
     decision: Literal["approve", "reject"]
-    reason: str | None = Field(None, max_length=500)
+    reason: Label | None = Field(None, max_length=500)
 
 
 # Steps (routes/steps.py)

@@ -18,7 +18,7 @@ from app.api.auth import require_role
 from app.api.deps import KeysDep, PrincipalDep
 from app.api.keys import DURATION_PATTERN, Actor, KeyRecord, parse_duration
 from app.api.params import MAX_ID_CHARS
-from app.api.schemas import ErrorResponse, Strict, iso
+from app.api.schemas import ErrorResponse, Label, Strict, iso
 from app.errors import KeyNotFound
 from app.principal import Principal, Role, binding_problem
 
@@ -63,7 +63,7 @@ class CreateKey(Strict):
         description="The one customer a customer key acts for (required for role customer, "
         "refused for the others: staff keys work their whole tenant)",
     )
-    name: str = Field("", max_length=200, description="A label for people, e.g. the frontend")
+    name: Label = Field("", max_length=200, description="A label for people, e.g. the frontend")
     expires_in: str | None = Field(
         None,
         pattern=DURATION_PATTERN,

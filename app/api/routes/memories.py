@@ -15,7 +15,7 @@ from pydantic.config import JsonDict
 from app.api.auth import require_role
 from app.api.deps import MemoryDep, PrincipalDep
 from app.api.params import Instant, MemoryId, UserId
-from app.api.schemas import ErrorResponse, iso
+from app.api.schemas import ErrorResponse, Label, iso
 from app.errors import UserNotFound
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
@@ -110,7 +110,7 @@ class ForgetRequest(BaseModel):
     # At least one character that is not white space: a blank query would match everything.
     query: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
     key: str | None = Field(None, min_length=1, max_length=128, pattern=_KEY)
-    reason: str = Field("operator_request", min_length=1, max_length=200)
+    reason: Label = Field("operator_request", min_length=1, max_length=200)
 
     @model_validator(mode="after")
     def _one_of(self) -> ForgetRequest:
@@ -198,7 +198,7 @@ async def delete_memory(
     memory_id: MemoryId,
     principal: PrincipalDep,
     memory: MemoryDep,
-    reason: Annotated[str, Query(min_length=1, max_length=200)] = "operator_request",
+    reason: Annotated[Label, Query(min_length=1, max_length=200)] = "operator_request",
 ) -> Response:
     require_role(principal, "operator")
     await memory.delete(
