@@ -1,5 +1,10 @@
 """Schemathesis hooks for `make fuzz` (bench/fuzz_api.py): what the spec's own formats mean.
 
+Time fields (`format: date-time`, years 0002 to 9998 in any zone) get their extremes as well as
+ordinary instants: the first and last instant a field takes in the zones furthest from UTC
+(+14:00 and -14:00), whose UTC year is 1 or 9999. A memory stored with one past them once made
+every listing of the user's memories a 500.
+
 Page cursors are opaque strings only the service issues (`format: hermes-session-cursor`,
 `hermes-message-cursor`): any other string is rightly a 422. The generator makes cursors the way
 the service does, for positions that need not exist, so a positive case is a cursor a client
@@ -7,6 +12,8 @@ could have been given.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import schemathesis
 from hypothesis import strategies as st
@@ -24,4 +31,17 @@ schemathesis.openapi.format(
     SESSION_CURSOR,
     st.builds(encode_cursor, st.floats(min_value=0, max_value=4e9, allow_nan=False), _ID),
 )
+_ZONES = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+_EXTREMES = (
+    "0002-01-01T00:00:00+14:00",
+    "0002-01-01T00:00:00Z",
+    "9998-12-31T23:59:59.999999-14:00",
+    "9998-12-31T23:59:59Z",
+)
+_INSTANTS = st.datetimes(
+    min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31, 23, 59, 59), timezones=_ZONES
+).map(lambda when: when.isoformat().replace("+00:00", "Z"))
+schemathesis.openapi.format("date-time", st.one_of(st.sampled_from(_EXTREMES), _INSTANTS))
 schemathesis.openapi.format(MESSAGE_CURSOR, st.builds(encode_message_cursor, _SEQ, _SEQ))

@@ -55,24 +55,33 @@ McpToolName = Annotated[str, _id("The server's name for the tool, or the registr
 
 
 # RFC 3339's date-time, what `format: date-time` promises: a zone is part of it (pydantic alone
-# would also take a bare date, a time without a zone, or a number of seconds).
-_RFC3339 = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+# would also take a bare date, a time without a zone, or a number of seconds). The year is
+# 0002 to 9998, so the instant is a date in every zone: 9999-12-31T23:59:59-14:00 is in the
+# year 10000 in UTC (a memory valid until then was stored, then every listing of it was a 500).
+# The schema states the same pattern the server checks, so a client (and the fuzzer) knows.
+_YEAR = "(000[2-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])"
+INSTANT_PATTERN = (
+    rf"^{_YEAR}-[0-9]{{2}}-[0-9]{{2}}[Tt][0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 )
+_INSTANT = re.compile(INSTANT_PATTERN)
 
 
 def _rfc3339(value: Any) -> Any:
     if isinstance(value, datetime):
         return value
-    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
-        raise ValueError("expected an RFC 3339 date-time with its zone, e.g. 2030-01-01T00:00:00Z")
+    if not isinstance(value, str) or not _INSTANT.fullmatch(value):
+        raise ValueError(
+            "expected an RFC 3339 date-time with its zone in the years 0002 to 9998,"
+            " e.g. 2030-01-01T00:00:00Z"
+        )
     return value
 
 
 Instant = Annotated[
     datetime,
     BeforeValidator(_rfc3339),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}),
 ]
 
 # Page cursors are opaque: only the ones the service issued are valid. The format names them so

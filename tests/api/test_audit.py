@@ -97,6 +97,9 @@ async def test_tool_calls_and_memory_changes_are_in_the_trail(
     }
     assert (await _trail(svc, since="2999-01-01T00:00:00Z"))["items"] == []
     assert len((await _trail(svc, until="2999-01-01T00:00:00+08:00"))["items"]) == len(items)
+    # The ends of what a time field takes, in the zones furthest from UTC.
+    assert (await _trail(svc, since="9998-12-31T23:59:59-14:00"))["items"] == []
+    assert len((await _trail(svc, since="0002-01-01T00:00:00+14:00"))["items"]) == len(items)
     # A window that ends before it starts is empty, not an error: the schema cannot tell them.
     window = {"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}
     assert (await _trail(svc, **window))["items"] == []
@@ -138,6 +141,8 @@ async def test_only_admins_of_the_tenant_read_the_trail(svc: LiveService) -> Non
         {"since": "2026-01-02T00:00:00"},
         {"until": "2026-01-02"},
         {"until": "0.5"},
+        {"since": "9999-12-31T23:59:59-14:00"},  # the year 10000 in UTC
+        {"until": "0001-01-01T00:00:00+14:00"},  # the year 0 in UTC
         {"action": ""},
     ],
 )

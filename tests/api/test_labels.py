@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.memory.records import Scope
 from app.settings import Settings
 from app.testing import LiveService, serve
 from tests.api.test_keys_cli import hermes_keys
@@ -71,3 +72,17 @@ async def test_a_handoff_reason_is_queued_as_it_reads(svc: LiveService) -> None:
     assert asked.status_code == 202, asked.text
     [item] = (await svc.client.get("/v1/handoffs")).json()["data"]
     assert item["reason"] == "VIP pinwheel"
+
+
+async def test_a_forget_reason_of_invisible_characters_only_is_the_default_one(
+    svc: LiveService,
+) -> None:
+    base = "/v1/users/u1/memories"
+    made = await svc.client.post(base, json={"key": "pref.courier", "value": "SF"})
+    assert made.status_code == 201, made.text
+    memory_id = made.json()["id"]
+    # Schema-valid (one character), nothing left once cleaned: the fuzz stage found it a 422.
+    gone = await svc.client.delete(f"{base}/{memory_id}", params={"reason": "\x80\u200b"})
+    assert gone.status_code == 204, gone.text
+    trail = await svc.runtime.memory.queries.audit(Scope("acme", "u1"))
+    assert [(x["action"], x["reason"]) for x in trail] == [("deleted", "operator_request")]

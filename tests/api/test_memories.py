@@ -195,6 +195,36 @@ async def test_a_valid_until_already_past_is_an_expired_fact(client: httpx.Async
     assert [m["id"] for m in listed] == [created.json()["id"]]
 
 
+# The instants at the ends of what every time field takes (years 0002 to 9998, any zone), and
+# the first ones past them: in UTC they are in the years 1 and 10000 or beyond, which no
+# listing can render (stored once, every GET of the user's memories was a 500).
+EXTREMES = {
+    "0002-01-01T00:00:00+14:00": "0001-12-31T10:00:00Z",
+    "9998-12-31T23:59:59-14:00": "9999-01-01T13:59:59Z",
+}
+PAST_THE_ENDS = ("9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00Z")
+
+
+async def test_a_valid_until_at_either_end_is_stored_and_listed_back(client: httpx.AsyncClient):
+    for i, (sent, stored) in enumerate(EXTREMES.items()):
+        created = await client.post(BASE, json={"key": f"k{i}", "value": "x", "valid_until": sent})
+        assert created.status_code == 201, created.text
+        assert created.json()["valid_until"] == stored
+    listed = await client.get(BASE)
+    assert listed.status_code == 200, listed.text
+    assert sorted(m["valid_until"] for m in listed.json()["items"]) == sorted(EXTREMES.values())
+
+
+@pytest.mark.parametrize("valid_until", PAST_THE_ENDS)
+async def test_a_valid_until_past_the_ends_is_422_and_stores_nothing(
+    client: httpx.AsyncClient, valid_until: str
+):
+    refused = await client.post(BASE, json={"key": "k", "value": "x", "valid_until": valid_until})
+    assert error_code(refused, 422) == "validation_error"
+    listed = await client.get(BASE)
+    assert listed.status_code == 200 and listed.json()["items"] == []
+
+
 async def test_forget_takes_exactly_one_of_key_and_query_as_its_schema_says(
     client: httpx.AsyncClient,
 ):

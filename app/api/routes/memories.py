@@ -9,22 +9,27 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
 from app.api.auth import require_role
 from app.api.deps import MemoryDep, PrincipalDep
 from app.api.params import Instant, MemoryId, UserId
-from app.api.schemas import ErrorResponse, Label, iso
+from app.api.schemas import ErrorResponse, iso
 from app.errors import UserNotFound
 from app.memory.queries import ListFilter
 from app.memory.records import HistoryEntry, MemoryItem, Scope
 from app.memory.service import MemoryService
 from app.principal import Principal
+from app.text.labels import clean_label
 
 router = APIRouter(prefix="/v1/users/{user_id}/memories", tags=["memories"])
 
 _KEY = r"^[A-Za-z][A-Za-z0-9_.:-]*$"
+DEFAULT_REASON = "operator_request"
+# Why a memory was deleted or forgotten, as the history shows it: cleaned like every label, and
+# never empty (a reason of invisible characters only is the default one).
+Reason = Annotated[str, AfterValidator(lambda text: clean_label(text) or DEFAULT_REASON)]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "No such memory for this user"}
 }
@@ -110,7 +115,7 @@ class ForgetRequest(BaseModel):
     # At least one character that is not white space: a blank query would match everything.
     query: str | None = Field(None, min_length=1, max_length=200, pattern=r"\S")
     key: str | None = Field(None, min_length=1, max_length=128, pattern=_KEY)
-    reason: Label = Field("operator_request", min_length=1, max_length=200)
+    reason: Reason = Field(DEFAULT_REASON, min_length=1, max_length=200)
 
     @model_validator(mode="after")
     def _one_of(self) -> ForgetRequest:
@@ -198,7 +203,7 @@ async def delete_memory(
     memory_id: MemoryId,
     principal: PrincipalDep,
     memory: MemoryDep,
-    reason: Annotated[Label, Query(min_length=1, max_length=200)] = "operator_request",
+    reason: Annotated[Reason, Query(min_length=1, max_length=200)] = DEFAULT_REASON,
 ) -> Response:
     require_role(principal, "operator")
     await memory.delete(
