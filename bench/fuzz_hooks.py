@@ -2,8 +2,10 @@
 
 Time fields (`format: date-time`, years 0002 to 9998 in any zone) get their extremes as well as
 ordinary instants: the first and last instant a field takes in the zones furthest from UTC
-(+14:00 and -14:00), whose UTC year is 1 or 9999. A memory stored with one past them once made
-every listing of the user's memories a 500.
+(+14:00 and -14:00), whose UTC year is 1 or 9999. (The schema gives the same two as its
+`examples`, which the examples phase sends every run; past them, the schema's pattern makes them
+negative cases.) A memory stored past them once made every listing of the user's memories a
+500.
 
 Page cursors are opaque strings only the service issues (`format: hermes-session-cursor`,
 `hermes-message-cursor`): any other string is rightly a 422. The generator makes cursors the way

@@ -81,7 +81,16 @@ def _rfc3339(value: Any) -> Any:
 Instant = Annotated[
     datetime,
     BeforeValidator(_rfc3339),
-    WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": INSTANT_PATTERN,
+            # The first and the last instant every time field takes, in the zones furthest
+            # from UTC: a client (and the fuzz stage's examples phase) tries both ends.
+            "examples": ["0002-01-01T00:00:00+14:00", "9998-12-31T23:59:59-14:00"],
+        }
+    ),
 ]
 
 # Page cursors are opaque: only the ones the service issued are valid. The format names them so
