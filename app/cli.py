@@ -36,6 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from app.api.http_protocol import serving_options
     from app.main import create_app
     from app.observability.logs import configure_logging
 
@@ -57,6 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
         "log_config": None,
         "access_log": False,
         "timeout_graceful_shutdown": 15,
+        **serving_options(settings),
     }
     if args.workers > 1:
         # Each worker process builds its own app (and runtime) from the same environment; they

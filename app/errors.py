@@ -112,6 +112,26 @@ class PayloadTooLarge(HermesError):
     code = "payload_too_large"
 
 
+class HeadersTooLarge(HermesError):
+    """A request head over `HERMES_MAX_HEADER_BYTES` or `HERMES_MAX_HEADERS`: answered by the
+    connection (`app.api.http_protocol`) before any route sees the request."""
+
+    code = "headers_too_large"
+
+
+class UriTooLong(HeadersTooLarge):
+    """The request line alone filled `HERMES_MAX_HEADER_BYTES`."""
+
+    code = "uri_too_long"
+
+
+class RequestTimeout(HermesError):
+    """A request head or body that did not arrive in time (`HERMES_HEADER_TIMEOUT_S`,
+    `HERMES_BODY_TIMEOUT_S`); the connection is closed."""
+
+    code = "request_timeout"
+
+
 class Unauthorized(HermesError):
     code = "unauthorized"
 

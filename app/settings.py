@@ -158,6 +158,15 @@ class Settings(BaseSettings):
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    # A request's head (request line and header fields, as sent) and its number of header
+    # fields; over either, 431 (414 for a request line alone). Enforced by the connection itself
+    # (app.api.http_protocol), before anything is buffered past the limit.
+    max_header_bytes: int = Field(16 * 1024, ge=1024, le=1024 * 1024)
+    max_headers: int = Field(100, ge=16, le=10_000)
+    # A whole request head within header_timeout_s of the connection or of its first byte, and
+    # a whole body within body_timeout_s of its head; else 408 and the connection is closed.
+    header_timeout_s: float = Field(10.0, gt=0, le=300)
+    body_timeout_s: float = Field(30.0, gt=0, le=3600)
     cors_origins: CommaList = Field(default_factory=list)
 
     # -- auth -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from app.api.http_protocol import serving_options
 from app.events import TERMINAL_TURN_EVENTS, EventType
 from app.llm.gateway import ChatModel
 from app.main import create_app
@@ -37,7 +38,13 @@ async def serve(
 ) -> AsyncIterator[LiveService]:
     app = create_app(settings, model=model)
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", loop="asyncio"
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="on",
+        loop="asyncio",
+        **serving_options(settings),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -121,10 +121,22 @@ async def test_two_workers_on_postgresql_share_the_port_and_serve_turns(
                     f"/v1/sessions/{session.json()['id']}/messages", json={"content": "hello"}
                 )
                 assert turn.status_code == 200, turn.text
+        # The workers serve with the limited protocol: a head over the limit is refused.
+        for _ in range(4):
+            assert await asyncio.to_thread(_status_of_a_huge_head, port) == 431
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
     assert proc.returncode == 0, log.read_text()
+
+
+def _status_of_a_huge_head(port: int) -> int:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        try:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 65536)
+        except OSError:
+            pass  # closed before all of it was taken: the answer is already there to read
+        return int(conn.recv(65536).split(b" ", 2)[1])
 
 
 def _workers(pid: int) -> list[int]:

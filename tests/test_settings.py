@@ -22,6 +22,8 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (s.model_breaker_failures, s.model_breaker_timeouts) == (3, 2)
     assert s.model_breaker_open_s == 30
     assert (s.model_api, s.model_max_connections) == ("auto", 100)
+    assert (s.max_header_bytes, s.max_headers) == (16384, 100)
+    assert (s.header_timeout_s, s.body_timeout_s) == (10.0, 30.0)
 
 
 def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,6 +71,11 @@ def test_model_prices_per_million_tokens(monkeypatch: pytest.MonkeyPatch) -> Non
         ("HERMES_MODEL_PRICES", "openai/x=nan/0.6"),
         ("HERMES_MODEL_PRICES", "openai/x=-1/0.6"),
         ("HERMES_METRICS_MAX_TENANTS", "-1"),
+        ("HERMES_MAX_HEADER_BYTES", "512"),  # not even a request line and a cookie
+        ("HERMES_MAX_HEADER_BYTES", "16MiB"),
+        ("HERMES_MAX_HEADERS", "8"),
+        ("HERMES_HEADER_TIMEOUT_S", "0"),
+        ("HERMES_BODY_TIMEOUT_S", "-1"),
     ],
 )
 def test_bad_values_name_the_variable(

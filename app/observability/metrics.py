@@ -33,6 +33,17 @@ HTTP_SECONDS = Histogram(
     ["route"],
     registry=REGISTRY,
 )
+# Requests the connection answered itself, before any route: too large a head, too slow a head
+# or body, not HTTP at all (app.api.http_protocol). A rise is a client or an attack to look at.
+HTTP_REFUSAL_CODES = ("headers_too_large", "uri_too_long", "request_timeout", "bad_request")
+HTTP_REFUSED = Counter(
+    "hermes_http_refused_total",
+    "Requests refused by the connection before any route, by error code.",
+    ["code"],
+    registry=REGISTRY,
+)
+for _code in HTTP_REFUSAL_CODES:  # every code shows, at 0, before its first refusal
+    HTTP_REFUSED.labels(code=_code)
 TURNS = Counter("hermes_turns_total", "Turns finished, by status.", ["status"], registry=REGISTRY)
 TURN_SECONDS = Histogram(
     "hermes_turn_seconds",

@@ -32,6 +32,7 @@ STILL: dict[str, str] = {
     "hermes_fanout_polling": "a gauge, 1 only while Redis is away",
     "hermes_fanout_polling_seconds": "needs a Redis outage",
     "hermes_budget_refusals": "needs a budget or limit reached (tests/api/test_budgets.py)",
+    "hermes_http_refused": "needs a request head too large or too slow (test_http_protocol.py)",
     "hermes_retention_purged_rows": "needs a retention purge (tests/storage/test_purge.py)",
     "hermes_retention_last_run_timestamp_seconds": "set by a retention purge, hourly",
     "hermes_retention_last_run_seconds": "set by a retention purge, hourly",
