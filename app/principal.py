@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 # `customer`: a customer-facing frontend's key (sessions, messages, asking for a person); `agent`
@@ -20,6 +20,10 @@ class Principal:
     # A key or token bound to one customer: it sees and acts on that user's sessions and
     # memories only (404 for the others, as for another tenant's).
     user_id: str | None = None
+    # When the credential it came from stops being accepted (Unix seconds: a managed key's
+    # expiry, a JWT's `exp`, a desk sign-in's end; None: not by itself). Nothing made from the
+    # credential may outlive it. Not part of who the principal is, so not compared.
+    expires_at: float | None = field(default=None, compare=False)
 
     def at_least(self, role: Role) -> bool:
         return _RANK[self.role] >= _RANK[role]
