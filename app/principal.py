@@ -9,7 +9,7 @@ refuses the other combinations, and a `Principal` cannot be built with one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 # `customer`: a customer-facing frontend's key for one customer (sessions, messages, asking for
@@ -36,6 +36,10 @@ class Principal:
     # The customer a `customer` principal acts for (None for staff): that user's sessions and
     # memories only, 404 for the others, as for another tenant's.
     user_id: str | None = None
+    # When the credential it came from stops being accepted (Unix seconds: a managed key's
+    # expiry, a JWT's `exp`, a desk sign-in's end; None: not by itself). Nothing made from the
+    # credential may outlive it. Not part of who the principal is, so not compared.
+    expires_at: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         problem = binding_problem(self.role, self.user_id)

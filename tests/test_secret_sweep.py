@@ -3,17 +3,18 @@ gives away every kind of personal data, then look for those values everywhere th
 leaves data behind, and fail on any found outside the places the policy allows.
 
 Planted: the model API key, the key pepper, the stream-token secret, the JWT secret, the
-bootstrap admin key, a managed key created over the API, and a secret in an MCP server's `env`
-that its tool echoes back; a phone number, an email address, an ID card number and a bank card
-number in the customer's message, in the session's metadata and in tool arguments.
+bootstrap admin key, a managed key created over the API, the secret of a desk sign-in's cookie
+and its CSRF token, and a secret in an MCP server's `env` that its tool echoes back; a phone
+number, an email address, an ID card number and a bank card number in the customer's message, in
+the session's metadata and in tool arguments.
 
-The flow, over HTTP with auth on: a session with metadata; a turn whose model reads an order,
-calls an MCP tool that returns its secret, files a ticket and sends an email (both wait for an
-operator's approval, given over the API); a contact change the customer confirms (the context is
-small, so earlier turns are folded into a model-written summary first); a memory written by an
-operator; a handoff claimed by an agent; the session closed with its wrap-up. Then every log
-record of the service, every column of every row of every table (and, on SQLite, the bytes of
-the database file and its WAL) is searched.
+The flow, over HTTP with auth on: a desk sign-in with the managed key; a session with metadata;
+a turn whose model reads an order, calls an MCP tool that returns its secret, files a ticket and
+sends an email (both wait for an operator's approval, given over the API); a contact change the
+customer confirms (the context is small, so earlier turns are folded into a model-written summary
+first); a memory written by an operator; a handoff claimed by an agent; the session closed with
+its wrap-up. Then every log record of the service, every column of every row of every table (and,
+on SQLite, the bytes of the database file and its WAL) is searched.
 
 `ALLOWED` lists each place a planted value may be, and why. A failure names the table, the
 column and the row.
@@ -21,6 +22,7 @@ column and the row.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from app.demo.fixtures import DELIVERED_ORDER, LI_LEI
@@ -214,12 +217,33 @@ async def svc(
         yield service
 
 
+@contextlib.contextmanager
+def _client_logs_quiet() -> Iterator[None]:
+    """The test's own HTTP client (the desk's browser) logs the response headers it receives,
+    its cookie among them, at DEBUG; the service makes no outbound call meanwhile."""
+    client_log = logging.getLogger("httpcore")
+    level = client_log.level
+    client_log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        client_log.setLevel(level)
+
+
 async def _run_the_flow(svc: LiveService, fake_llm: FakeLLMServer) -> dict[str, str]:
     """The representative flow; returns secrets only known once it ran (the managed key)."""
     created = await svc.client.post("/v1/keys", json={"role": "agent", "name": "desk"})
     assert created.status_code == 201, created.text
     managed = created.json()["key"]
     agent = {"Authorization": f"Bearer {managed}"}
+    # The desk signs in with it: its sign-in is stored, its cookie's secret only as a digest.
+    with _client_logs_quiet():
+        async with httpx.AsyncClient(base_url=svc.base_url) as desk:
+            signed_in = await desk.post("/v1/desk/login", json={"api_key": managed})
+            assert signed_in.status_code == 200, signed_in.text
+            assert (await desk.get("/v1/desk/session")).status_code == 200
+            cookie_secret = desk.cookies["hermes_desk"].partition(".")[2]
+            csrf = signed_in.json()["csrf_token"]
 
     manager = svc.runtime.mcp
     assert manager is not None
@@ -296,7 +320,7 @@ async def _run_the_flow(svc: LiveService, fake_llm: FakeLLMServer) -> dict[str, 
         f"/v1/sessions/{session_id}/close", json={"disposition": "resolved"}, headers=agent
     )
     assert closed.status_code == 200, closed.text
-    return {"managed key": managed}
+    return {"managed key": managed, "desk cookie's secret": cookie_secret, "desk CSRF": csrf}
 
 
 # -- the sweep ----------------------------------------------------------------------------------

@@ -87,9 +87,9 @@ class Authenticator:
         return match
 
     async def still_valid(self, principal: Principal) -> bool:
-        """Whether a principal a signed token carries still stands: its managed key neither
-        revoked nor expired, its bootstrap key still configured (a JWT's sign-in lasts as long
-        as the desk session or stream token made with it)."""
+        """Whether a principal a desk sign-in or stream token carries still stands: its managed
+        key neither revoked nor expired, its bootstrap key still configured (a JWT's: until its
+        `exp`, which neither outlives, `Principal.expires_at`)."""
         if self.mode == "off":
             return principal == LOCAL
         if principal.subject.startswith("jwt:"):

@@ -7,11 +7,13 @@ Every route takes what it needs from here (`*Dep` aliases); this is the one modu
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Header, Query, Request
 
 from app.api.auth import Authenticator
+from app.api.desk_sessions import DeskSessions, SignedIn
 from app.api.keys import ManagedKeys
 from app.api.params import SessionId
 from app.api.tokens import TokenSigner
@@ -25,6 +27,7 @@ from app.resilience.concurrency import KeyedCounter
 from app.runtime import Runtime
 from app.settings import Settings
 from app.storage.audit import AuditStore
+from app.storage.desk_sessions import DeskSessionStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.executor import ToolExecutor
 from app.workflow.service import StepService
@@ -70,37 +73,60 @@ def get_signer(request: Request) -> TokenSigner:
 SignerDep = Annotated[TokenSigner, Depends(get_signer)]
 
 
-async def get_principal(
+@dataclass(frozen=True)
+class Caller:
+    """Who a request acts as, and the desk sign-in it came with (None: a header, or nothing)."""
+
+    principal: Principal
+    desk: SignedIn | None = None
+
+
+def get_desk_sessions(request: Request) -> DeskSessions:
+    return DeskSessions(DeskSessionStore(get_runtime(request).db))
+
+
+DeskSessionsDep = Annotated[DeskSessions, Depends(get_desk_sessions)]
+
+
+async def get_caller(
     request: Request,
     auth: AuthDep,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
-) -> Principal:
+) -> Caller:
     """An API key (or JWT) in a header wins; else the desk's sign-in cookie, whose
     state-changing requests must carry its CSRF token; else no credentials (401, or the local
     principal when authentication is off)."""
     cookie = request.cookies.get(DESK_COOKIE)
     if authorization or x_api_key or not cookie:
-        return await auth.resolve(authorization, x_api_key)
-    signer = get_signer(request)
-    claims = signer.verify("desk", cookie)
-    if not await auth.still_valid(claims.principal):
+        return Caller(await auth.resolve(authorization, x_api_key))
+    # The stored sign-in, read on every request: a sign-out holds at once on every process.
+    signed_in = await get_desk_sessions(request).check(cookie)
+    if not await auth.still_valid(signed_in.principal):
         raise Unauthorized("the key this desk sign-in was made with is revoked or expired")
     if request.method not in _SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
-        if not hmac.compare_digest(sent.encode(), signer.csrf_token(claims).encode()):
+        if not hmac.compare_digest(sent.encode(), signed_in.csrf_token.encode()):
             raise CsrfFailed(f"a signed-in desk must send its {CSRF_HEADER} header")
-    return claims.principal
+    return Caller(signed_in.principal, signed_in)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def get_principal(caller: CallerDep) -> Principal:
+    return caller.principal
 
 
 async def request_principal(request: Request) -> Principal:
     """`get_principal` outside a route (the public-paths guard)."""
-    return await get_principal(
+    caller = await get_caller(
         request,
         get_authenticator(request),
         request.headers.get("authorization"),
         request.headers.get("x-api-key"),
     )
+    return caller.principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
@@ -121,12 +147,15 @@ async def get_stream_principal(
     """The events route's caller: as every route's, or by a stream token for this session
     (the one place a credential is read from the URL)."""
     if stream_token is None:
-        return await get_principal(request, auth, authorization, x_api_key)
-    claims = signer.verify("stream", stream_token)
+        return (await get_caller(request, auth, authorization, x_api_key)).principal
+    claims = signer.verify(stream_token)
     if claims.session_id != session_id:
         raise Forbidden("this stream token is for another session")
     if not await auth.still_valid(claims.principal):
         raise Unauthorized("the key this stream token was made with is revoked or expired")
+    desk = claims.desk_session
+    if desk is not None and not await get_desk_sessions(request).alive(desk, claims.principal):
+        raise Unauthorized("the desk sign-in this stream token was made with has ended")
     return claims.principal
 
 

@@ -80,7 +80,13 @@ class JwtVerifier:
         if problem is not None:
             raise Unauthorized(f"the token's role and user claims do not fit: {problem}")
         return Principal(
-            tenant_id=tenant, role=role, subject=f"jwt:{claims['sub']}"[:200], user_id=user
+            tenant_id=tenant,
+            role=role,
+            subject=f"jwt:{claims['sub']}"[:200],
+            user_id=user,
+            # Accepted until then (the leeway allows for the issuer's clock): so is whatever
+            # is made from it, a desk sign-in or a stream token.
+            expires_at=float(claims["exp"]) + self._leeway,
         )
 
     async def _public_key(self, token: str, kid: str | None) -> Any:

@@ -84,6 +84,7 @@ def principal_of(record: KeyRecord) -> Principal:
         role=record.role,  # type: ignore[arg-type]  # the table's CHECK holds the roles
         subject=record.id,
         user_id=record.user_id,
+        expires_at=record.expires_at,
     )
 
 

@@ -1,16 +1,16 @@
-"""Signed, short-lived credentials a browser can hold: stream tokens and desk sign-ins.
+"""Stream tokens: signed, short-lived credentials a browser's `EventSource` can hold.
 
 A browser's `EventSource` cannot send headers, and a web page should not keep an API key where
-scripts can read it. So an API key is exchanged once for one of two signed tokens:
+scripts can read it. So a caller exchanges its credential (`POST /v1/stream-tokens`) for a token
+that reads one session's events, minutes long, accepted as `?stream_token=` on
+`GET /v1/sessions/{id}/events` and nowhere else. (The desk's page signs in with a cookie
+instead: `app.api.desk_sessions`.)
 
-- a **stream token** (`POST /v1/stream-tokens`): one session's events, minutes long, accepted as
-  `?stream_token=` on `GET /v1/sessions/{id}/events` and nowhere else;
-- a **desk session** (`POST /v1/desk/login`): an HttpOnly cookie for the desk page, hours long,
-  whose state-changing requests must also carry the CSRF token derived from it.
-
-A token is `base64url(claims) "." base64url(HMAC-SHA256(secret, kind "." claims))`: the kind is
-inside the MAC, so a desk cookie is never taken as a stream token or the other way round.
-Nothing is stored; a token holds until it expires or its API key leaves the configuration.
+A token is `base64url(claims) "." base64url(HMAC-SHA256(secret, "stream." claims))`. Nothing is
+stored. A token never outlives what minted it: it expires at the earlier of its TTL and the
+minting principal's own expiry (a managed key's, a JWT's `exp`, a desk sign-in's end), and one a
+desk sign-in minted names that sign-in, which must still stand when the token is used (signing
+out ends it). Until then it holds as long as its key is neither revoked nor expired.
 """
 
 from __future__ import annotations
@@ -20,23 +20,24 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 from app.errors import Unauthorized
 from app.principal import Principal
 
-Kind = Literal["stream", "desk"]
+_KIND = "stream"  # inside the MAC: whatever else the secret ever signs is never taken for one
 
 
 @dataclass(frozen=True)
 class Claims:
-    principal: Principal
+    principal: Principal  # its `expires_at` is the token's
     expires_at: int  # Unix seconds
     nonce: str
-    session_id: str | None = None  # a stream token's one session
+    session_id: str  # the one session whose events it reads
+    desk_session: str | None = None  # the desk sign-in that minted it, which must still stand
 
 
 class TokenSigner:
@@ -46,15 +47,20 @@ class TokenSigner:
 
     def issue(
         self,
-        kind: Kind,
         principal: Principal,
         ttl_s: int,
         *,
-        session_id: str | None = None,
+        session_id: str,
+        desk_session: str | None = None,
         now: float | None = None,
     ) -> tuple[str, Claims]:
-        issued = int(time.time() if now is None else now)
-        claims = Claims(principal, issued + ttl_s, secrets.token_urlsafe(12), session_id)
+        """A token for `session_id`'s events, living `ttl_s` or until the principal's own
+        expiry, whichever comes first (whole seconds, rounded down: never after it)."""
+        issued = time.time() if now is None else now
+        expires_at = int(issued) + ttl_s
+        if principal.expires_at is not None:
+            expires_at = min(expires_at, math.floor(principal.expires_at))
+        claims = Claims(principal, expires_at, secrets.token_urlsafe(12), session_id, desk_session)
         body = {
             "t": principal.tenant_id,
             "r": principal.role,
@@ -63,31 +69,32 @@ class TokenSigner:
             "e": claims.expires_at,
             "n": claims.nonce,
             "sid": session_id,
+            "d": desk_session,
         }
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
-        return f"{payload}.{_b64(self._mac(kind, payload))}", claims
+        return f"{payload}.{_b64(self._mac(_KIND, payload))}", claims
 
-    def verify(self, kind: Kind, token: str, *, now: float | None = None) -> Claims:
+    def verify(self, token: str, *, now: float | None = None) -> Claims:
         """The token's claims, or `Unauthorized` (forged, another kind, malformed, expired)."""
         payload, _, mac = token.partition(".")
         try:
-            if not hmac.compare_digest(_unb64(mac), self._mac(kind, payload)):
+            if not hmac.compare_digest(_unb64(mac), self._mac(_KIND, payload)):
                 raise ValueError("bad signature")
             body = json.loads(_unb64(payload))
+            expires_at = int(body["e"])
             principal = Principal(
-                tenant_id=body["t"], role=body["r"], subject=body["s"], user_id=body.get("u")
+                tenant_id=body["t"],
+                role=body["r"],
+                subject=body["s"],
+                user_id=body.get("u"),
+                expires_at=expires_at,
             )
-            claims = Claims(principal, int(body["e"]), str(body["n"]), body["sid"])
+            claims = Claims(principal, expires_at, str(body["n"]), str(body["sid"]), body.get("d"))
         except (ValueError, TypeError, KeyError, binascii.Error):
-            raise Unauthorized(f"not a valid {kind} token") from None
+            raise Unauthorized("not a valid stream token") from None
         if claims.expires_at <= (time.time() if now is None else now):
-            raise Unauthorized(f"the {kind} token has expired", expired=True)
+            raise Unauthorized("the stream token has expired", expired=True)
         return claims
-
-    def csrf_token(self, claims: Claims) -> str:
-        """The CSRF token of one desk sign-in: the page reads it from the login answer (or
-        `GET /v1/desk/session`) and sends it as `X-CSRF-Token`; another site cannot."""
-        return _b64(self._mac("csrf", claims.nonce))
 
     def _mac(self, kind: str, payload: str) -> bytes:
         return hmac.new(self._secret, f"{kind}.{payload}".encode(), hashlib.sha256).digest()

@@ -17,7 +17,14 @@ from app.storage.events import SELECT_EVENTS, payloads
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
 from app.storage.records import dumps
-from app.storage.retention import AGE_RULES, BY_AGE, SESSION_RULES, archived_index
+from app.storage.retention import (
+    AGE_RULES,
+    BY_AGE,
+    BY_EXPIRY,
+    EXPIRY_RULES,
+    SESSION_RULES,
+    archived_index,
+)
 from app.storage.steps import held_result, referenced_event
 
 _PAGE = 500
@@ -33,8 +40,11 @@ async def rows_due(
         async for item in _session_rows(db, session_cutoffs, tenant):
             yield item
     for rule, cutoff in cutoffs.items():
-        for table in AGE_RULES.get(rule, ()):
-            async for row in _old_rows(db, table, cutoff, tenant):
+        for table in AGE_RULES.get(rule, ()):  # audit rows: integer keys
+            async for row in _rows_before(db, table, *BY_AGE[table], cutoff, tenant, first=-1):
+                yield table, row
+        for table in EXPIRY_RULES.get(rule, ()):  # text keys
+            async for row in _rows_before(db, table, *BY_EXPIRY[table], cutoff, tenant, first=""):
                 yield table, row
 
 
@@ -74,12 +84,13 @@ def _select(table: str) -> str:
     return f"SELECT * FROM {table} WHERE {column} = ?"
 
 
-async def _old_rows(
-    db: Database, table: str, cutoff: float, tenant: str | None
+async def _rows_before(
+    db: Database, table: str, key: str, at: str, cutoff: float, tenant: str | None, first: object
 ) -> AsyncIterator[dict[str, Any]]:
-    key, at = BY_AGE[table]
+    """The rows of `table` whose `at` is before `cutoff`, in pages by `key` (after `first`, a
+    value below every key)."""
     mine, params = ("", []) if tenant is None else (" AND tenant_id = ?", [tenant])
-    last = -1
+    last = first
     while True:
         rows = await db.fetchall(
             f"SELECT * FROM {table} WHERE {at} < ? AND {key} > ?{mine} ORDER BY {key} LIMIT ?",

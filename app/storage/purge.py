@@ -28,9 +28,11 @@ from app.storage.periodic import Periodic
 from app.storage.port import Database
 from app.storage.retention import (
     AGE_RULES,
+    EXPIRY_RULES,
     SESSION_RULES,
     Batch,
     purge_age_batch,
+    purge_expired_batch,
     purge_sessions_batch,
 )
 from app.storage.tx import Store, Tx
@@ -70,7 +72,8 @@ class RetentionPolicy:
 
     def cutoffs(self, now: float) -> dict[str, float]:
         """rule -> rows older than this go, in the order the purge runs them; rules kept for
-        ever are left out. Steps go before events: a tool step's result may be held by one."""
+        ever are left out. Steps go before events: a tool step's result may be held by one.
+        Rows past their own end (`expired`) always go: nothing may use them any more."""
         days = {
             "steps": self.steps_days,
             "events": self.events_days,
@@ -79,7 +82,8 @@ class RetentionPolicy:
             "sessions": self.messages_days,
             "audit": self.audit_days,
         }
-        return {rule: now - d * DAY for rule, d in days.items() if d > 0}
+        kept = {rule: now - d * DAY for rule, d in days.items() if d > 0}
+        return {**kept, **dict.fromkeys(EXPIRY_RULES, now)}
 
 
 @dataclass
@@ -148,8 +152,7 @@ class Purger(Periodic[PurgeReport]):
         started = time.perf_counter()
         now = report.started_at if now is None else now
         for rule, cutoff in self.policy.cutoffs(now).items():
-            batch_fn = purge_sessions_batch if rule in SESSION_RULES else purge_age_batch
-            assert rule in SESSION_RULES or rule in AGE_RULES
+            batch_fn = _BATCHES[rule]
             while True:
                 batch = await self._batch(batch_fn, rule, cutoff)
                 report.batches += 1
@@ -172,6 +175,13 @@ class Purger(Periodic[PurgeReport]):
     ) -> Batch:
         limit = self.policy.batch_rows
         return await self.store.transact(lambda tx: batch_fn(tx, rule, cutoff, limit))
+
+
+_BATCHES: dict[str, Callable[[Tx, str, float, int], Batch]] = {
+    **dict.fromkeys(SESSION_RULES, purge_sessions_batch),
+    **dict.fromkeys(AGE_RULES, purge_age_batch),
+    **dict.fromkeys(EXPIRY_RULES, purge_expired_batch),
+}
 
 
 def _audit(tx: Tx, report: PurgeReport, now: float) -> None:

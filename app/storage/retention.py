@@ -14,6 +14,8 @@ Two kinds of rule:
   active again, and is picked again when it is archived again.
 * **By age.** Audit rows (`audit_log`, `memory_audit`, `mcp_tool_decisions`) older than their
   days, in the order they were written; a batch stops at the first row that is not old yet.
+* **By expiry.** Rows that carry their own end (`desk_sessions`: desk sign-ins) once it has
+  passed, through an index on it; nothing reads them after that, so they are kept no longer.
 
 Each batch deletes at most `limit` rows and returns what it deleted per (table, tenant), so
 the purge can count, audit and export metrics without reading anything twice. Rules by
@@ -51,6 +53,10 @@ BY_AGE: dict[str, tuple[str, str]] = {
     "memory_audit": ("id", "at"),
     "mcp_tool_decisions": ("seq", "decided_at"),
 }
+# Rows with an end of their own: (key, expiry column).
+BY_EXPIRY: dict[str, tuple[str, str]] = {
+    "desk_sessions": ("id", "expires_at"),
+}
 SESSION_RULES: dict[str, tuple[str, ...]] = {
     "events": ("events",),
     "steps": ("steps",),
@@ -61,7 +67,10 @@ SESSION_RULES: dict[str, tuple[str, ...]] = {
 AGE_RULES: dict[str, tuple[str, ...]] = {
     "audit": tuple(BY_AGE),
 }
-TABLES = tuple(dict.fromkeys([*BY_SESSION, "sessions", *BY_AGE]))
+EXPIRY_RULES: dict[str, tuple[str, ...]] = {
+    "expired": tuple(BY_EXPIRY),
+}
+TABLES = tuple(dict.fromkeys([*BY_SESSION, "sessions", *BY_AGE, *BY_EXPIRY]))
 
 # Sessions looked at per batch: a batch of small finished sessions takes several.
 _SESSIONS_PER_BATCH = 64
@@ -120,17 +129,33 @@ def purge_sessions_batch(tx: Tx, rule: str, cutoff: float, limit: int) -> Batch:
 
 def purge_age_batch(tx: Tx, rule: str, cutoff: float, limit: int) -> Batch:
     """Up to `limit` rows of the `rule`'s tables older than `cutoff`, oldest first."""
+    # The first rows by key, those of them that are old: rows are appended in time order, so
+    # this stops at the first young row instead of reading the whole table.
+    deletes = {
+        table: f"DELETE FROM {table} WHERE {at} < ? AND {key} IN"
+        f" (SELECT {key} FROM {table} ORDER BY {key} LIMIT ?) RETURNING tenant_id"
+        for table, (key, at) in ((t, BY_AGE[t]) for t in AGE_RULES[rule])
+    }
+    return _delete_up_to(tx, deletes, cutoff, limit)
+
+
+def purge_expired_batch(tx: Tx, rule: str, cutoff: float, limit: int) -> Batch:
+    """Up to `limit` rows of the `rule`'s tables whose own end is before `cutoff`."""
+    deletes = {
+        table: f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table}"
+        f" WHERE {ends} < ? ORDER BY {ends} LIMIT ?) RETURNING tenant_id"
+        for table, (key, ends) in ((t, BY_EXPIRY[t]) for t in EXPIRY_RULES[rule])
+    }
+    return _delete_up_to(tx, deletes, cutoff, limit)
+
+
+def _delete_up_to(tx: Tx, deletes: dict[str, str], cutoff: float, limit: int) -> Batch:
+    """Each table's delete (taking the cutoff and a row limit, returning each row's tenant) in
+    turn, `limit` rows in all."""
     deleted: Counter[tuple[str, str]] = Counter()
     budget = limit
-    for table in AGE_RULES[rule]:
-        key, at = BY_AGE[table]
-        # The first rows by key, those of them that are old: rows are appended in time
-        # order, so this stops at the first young row instead of reading the whole table.
-        gone = tx.execute(
-            f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table}"
-            f" ORDER BY {key} LIMIT ?) AND {at} < ? RETURNING tenant_id",
-            (budget, cutoff),
-        ).fetchall()
+    for table, sql in deletes.items():
+        gone = tx.execute(sql, (cutoff, budget)).fetchall()
         for (tenant_id,) in gone:
             deleted[(table, tenant_id or "")] += 1
         if len(gone) == budget:

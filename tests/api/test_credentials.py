@@ -120,17 +120,17 @@ async def test_an_expired_or_forged_stream_token_is_refused(svc: LiveService) ->
     url = f"/v1/sessions/{session_id}/events"
     principal = Principal("acme", "agent", "key_" + _subject(AGENT))
     expired, _ = TokenSigner(SECRET.encode()).issue(
-        "stream", principal, 60, session_id=session_id, now=time.time() - 120
+        principal, 60, session_id=session_id, now=time.time() - 120
     )
     body = assert_error(
         await svc.client.get(url, params={"stream_token": expired}), 401, "unauthorized"
     )
     assert body["details"] == {"expired": True}
-    forged, _ = TokenSigner(b"x" * 40).issue("stream", principal, 60, session_id=session_id)
+    forged, _ = TokenSigner(b"x" * 40).issue(principal, 60, session_id=session_id)
     assert_error(await svc.client.get(url, params={"stream_token": forged}), 401, "unauthorized")
     # A token signed right, for this session, still opens it: what failed above was the time
     # and the signature.
-    fresh, _ = TokenSigner(SECRET.encode()).issue("stream", principal, 60, session_id=session_id)
+    fresh, _ = TokenSigner(SECRET.encode()).issue(principal, 60, session_id=session_id)
     event = await _first_event(svc, url, stream_token=fresh)
     assert event.event == "session.created"
 

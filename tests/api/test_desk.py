@@ -358,3 +358,35 @@ async def _turn_done(api: httpx.AsyncClient, session_id: str) -> bool:
 
 async def _desk_has(page: Page, count: int) -> bool:
     return await page.locator("#events li").count() >= count
+
+
+async def _desk_cookie(page: Page) -> str:
+    [cookie] = [c["value"] for c in await page.context.cookies() if c["name"] == "hermes_desk"]
+    return cookie
+
+
+async def test_signing_out_ends_the_sign_in_and_an_ended_one_shows_the_form_again(
+    svc: LiveService, page: Page
+) -> None:
+    await sign_in(page, svc.base_url)
+    signed_out_cookie = await _desk_cookie(page)
+    await page.click("#signout")
+    await expect(page.locator("#signin")).to_be_visible()
+    await expect(page.locator("#desk")).to_be_hidden()
+    # A copy of the cookie taken before is refused: the sign-in itself is gone.
+    async with httpx.AsyncClient(base_url=svc.base_url) as kept:
+        stale = await kept.get(
+            "/v1/sessions", headers={"Cookie": f"hermes_desk={signed_out_cookie}"}
+        )
+        assert stale.status_code == 401
+
+    # Signed in again, then signed out elsewhere (another tab): the page notices by itself.
+    await sign_in(page, svc.base_url)
+    cookie = {"Cookie": f"hermes_desk={await _desk_cookie(page)}"}
+    async with httpx.AsyncClient(base_url=svc.base_url, headers=cookie) as other_tab:
+        csrf = (await other_tab.get("/v1/desk/session")).json()["csrf_token"]
+        out = await other_tab.post("/v1/desk/logout", headers={"X-CSRF-Token": csrf})
+        assert out.status_code == 204
+    await expect(page.locator("#signin-error")).to_contain_text("signed out", timeout=WAIT_MS)
+    await expect(page.locator("#signin")).to_be_visible()
+    await expect(page.locator("#desk")).to_be_hidden()

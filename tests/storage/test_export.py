@@ -17,13 +17,15 @@ from app.settings import PROJECT_ROOT
 from app.storage.export import rows_due
 from app.storage.purge import Purger, RetentionPolicy
 from app.storage.sqlite import SqliteDatabase
-from tests.storage.test_purge import NOW, archive, finished_session
+from tests.storage.test_purge import NOW, archive, desk_sign_in, finished_session
 
 
 async def test_the_export_is_what_the_purge_then_deletes(open_db: Any) -> None:
     db = await open_db()
     for tenant, days in (("acme", 40), ("acme", 200), ("zeta", 45), ("zeta", 3)):
         await archive(db, await finished_session(db, tenant), days_ago=days)
+        await desk_sign_in(db, tenant, ends_in_s=-days)  # ended
+    await desk_sign_in(db, "zeta", ends_in_s=60)  # still signed in
     policy = RetentionPolicy()
 
     rows = [(table, row) async for table, row in rows_due(db, policy, NOW)]
@@ -32,6 +34,7 @@ async def test_the_export_is_what_the_purge_then_deletes(open_db: Any) -> None:
 
     assert exported == Counter(report.by_table())
     assert exported["events"] > 0 and exported["sessions"] == 1
+    assert exported["desk_sessions"] == 4
     events = [(r["session_id"], r["seq"]) for t, r in rows if t == "events"]
     assert len(events) == len(set(events))  # each row once
     zeta = [row async for _, row in rows_due(db, policy, NOW + 60 * 86400, "zeta")]

@@ -1,7 +1,7 @@
 """The retention purge on both engines: old finished sessions lose their events, steps,
 idempotency records and approvals, then themselves with their messages; recent, live and
-resumed sessions keep everything; every batch stays under its bound; runs are audited per
-tenant, counts only."""
+resumed sessions keep everything; desk sign-ins go once they have ended; every batch stays
+under its bound; runs are audited per tenant, counts only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from app.storage import audit
 from app.storage.audit import AuditStore
+from app.storage.desk_sessions import DeskSession, DeskSessionStore
 from app.storage.events import SESSION_KEY, EventStore
 from app.storage.port import Database
 from app.storage.purge import DAY, Purger, RetentionPolicy
@@ -196,6 +197,36 @@ async def test_old_audit_rows_go_recent_ones_stay_and_zero_keeps_for_ever(
     assert report.by_table() == {"audit_log": 1}
     left = [e.action for e in await AuditStore(db).list("acme")]
     assert left == ["x.10", "retention.purged"]
+
+
+async def desk_sign_in(db: Database, tenant: str, ends_in_s: float) -> str:
+    """A stored desk sign-in that ends `ends_in_s` after NOW (before it, when negative)."""
+    session_id = f"dsk_{tenant}{ends_in_s:+.0f}"
+    session = DeskSession(
+        session_id, tenant, "agent", "key_x", None, "0" * 64, NOW, NOW + ends_in_s
+    )
+    await DeskSessionStore(db).create(session)
+    return session_id
+
+
+async def test_desk_sign_ins_go_once_they_have_ended_in_bounded_batches(open_db: Any) -> None:
+    db = await open_db()
+    store = DeskSessionStore(db)
+    ended = [await desk_sign_in(db, tenant, -s) for tenant in ("acme", "zeta") for s in (1, 9)]
+    ended.append(await desk_sign_in(db, "acme", -86400))
+    live = await desk_sign_in(db, "acme", 60)
+
+    report = await Purger(db, RetentionPolicy(batch_rows=2, pause_s=0)).purge(now=NOW)
+
+    assert report.by_tenant() == {"acme": {"desk_sessions": 3}, "zeta": {"desk_sessions": 2}}
+    assert report.max_batch_rows == 2
+    assert [await store.get(s) for s in ended] == [None] * len(ended)
+    assert await store.get(live) is not None
+    # Kept as long as it stands, whatever the other rules keep or not.
+    days = ("events", "steps", "idempotency", "approvals", "messages", "audit")
+    nothing = RetentionPolicy(**{f"{rule}_days": 0 for rule in days})  # all kept for ever
+    assert (await Purger(db, nothing).purge(now=NOW + 59)).rows == 0
+    assert (await Purger(db, nothing).purge(now=NOW + 61)).by_table() == {"desk_sessions": 1}
 
 
 def test_the_purge_knows_every_table_of_a_session() -> None:

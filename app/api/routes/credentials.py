@@ -1,8 +1,11 @@
 """Browser-safe credentials: stream tokens for one session's events, and the desk's sign-in
-cookie (HttpOnly, SameSite=Strict) with its CSRF token. How they are made: `app.api.tokens`."""
+cookie (HttpOnly, SameSite=Strict) with its CSRF token. How they are made: `app.api.tokens`,
+`app.api.desk_sessions`. Neither outlives the credential it was made with."""
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Request, Response, status
@@ -12,13 +15,14 @@ from app.api.auth import require_role
 from app.api.deps import (
     DESK_COOKIE,
     AuthDep,
+    CallerDep,
     ConversationDep,
-    PrincipalDep,
+    DeskSessionsDep,
     SettingsDep,
     SignerDep,
 )
+from app.api.desk_sessions import SignedIn
 from app.api.schemas import ErrorResponse, Strict, iso
-from app.api.tokens import Claims, TokenSigner
 from app.errors import Unauthorized
 
 router = APIRouter(prefix="/v1", tags=["browser auth"])
@@ -66,14 +70,21 @@ _AUTH_ERRORS: dict[int | str, dict[str, object]] = {
 async def create_stream_token(
     body: StreamTokenIn,
     settings: SettingsDep,
-    principal: PrincipalDep,
+    caller: CallerDep,
     signer: SignerDep,
     conversation: ConversationDep,
 ) -> StreamTokenOut:
-    session = await conversation.get_session(principal, body.session_id)  # 404 if not theirs
+    session = await conversation.get_session(caller.principal, body.session_id)  # 404 if not theirs
     longest = settings.stream_token_ttl_s
     ttl = min(body.ttl_s or longest, longest)
-    token, claims = signer.issue("stream", principal, ttl, session_id=session.id)
+    # No longer than the caller's credential (the principal's expiry), nor than the desk
+    # sign-in that asks, which must still stand whenever the token is used.
+    token, claims = signer.issue(
+        caller.principal,
+        ttl,
+        session_id=session.id,
+        desk_session=None if caller.desk is None else caller.desk.session.id,
+    )
     return StreamTokenOut(
         token=token,
         session_id=session.id,
@@ -89,41 +100,39 @@ async def desk_login(
     response: Response,
     settings: SettingsDep,
     auth: AuthDep,
-    signer: SignerDep,
+    desks: DeskSessionsDep,
 ) -> DeskSessionOut:
     principal = await auth.resolve(None, body.api_key)
     require_role(principal, "agent")  # the desk is for agents; a customer's page needs none
-    ttl = settings.desk_session_ttl_s
-    token, claims = signer.issue("desk", principal, ttl)
+    # Stored; it ends at HERMES_DESK_SESSION_TTL_S or the credential's own expiry, if earlier.
+    cookie, signed_in = await desks.sign_in(principal, settings.desk_session_ttl_s)
     response.set_cookie(
         DESK_COOKIE,
-        token,
-        max_age=ttl,
+        cookie,
+        # The browser may drop it a little late, never early: the stored sign-in decides.
+        max_age=max(0, math.ceil(signed_in.session.expires_at - time.time())),
         path="/",
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
     )
-    return _session_out(claims, signer)
+    return _session_out(signed_in)
 
 
 @router.get("/desk/session", response_model=DeskSessionOut, responses=_AUTH_ERRORS)
-async def desk_session(
-    request: Request, principal: PrincipalDep, signer: SignerDep
-) -> DeskSessionOut:
+async def desk_session(caller: CallerDep) -> DeskSessionOut:
     """Who the desk is signed in as, and its CSRF token (after a page reload)."""
-    cookie = request.cookies.get(DESK_COOKIE)
-    if cookie is None:
+    if caller.desk is None:  # no cookie, or an API key sent with it (the key wins)
         raise Unauthorized("the desk is not signed in")
-    claims = signer.verify("desk", cookie)
-    if claims.principal != principal:  # an API key sent beside the cookie
-        raise Unauthorized("the desk is signed in as someone else")
-    return _session_out(claims, signer)
+    return _session_out(caller.desk)
 
 
 @router.post("/desk/logout", status_code=status.HTTP_204_NO_CONTENT, responses=_AUTH_ERRORS)
-async def desk_logout(request: Request, principal: PrincipalDep) -> Response:
-    # `principal` checks the cookie and its CSRF token: another site cannot sign the desk out.
+async def desk_logout(request: Request, caller: CallerDep, desks: DeskSessionsDep) -> Response:
+    # `caller` checks the cookie and its CSRF token: another site cannot sign the desk out.
+    if caller.desk is not None:
+        # Deleted: the cookie, wherever a copy of it is, answers 401 from now on, everywhere.
+        await desks.sign_out(caller.desk)
     response = Response(status_code=status.HTTP_204_NO_CONTENT)
     response.delete_cookie(
         DESK_COOKIE,
@@ -135,11 +144,12 @@ async def desk_logout(request: Request, principal: PrincipalDep) -> Response:
     return response
 
 
-def _session_out(claims: Claims, signer: TokenSigner) -> DeskSessionOut:
+def _session_out(signed_in: SignedIn) -> DeskSessionOut:
+    session = signed_in.session
     return DeskSessionOut(
-        tenant_id=claims.principal.tenant_id,
-        role=claims.principal.role,
-        subject=claims.principal.subject,
-        expires_at=iso(claims.expires_at),
-        csrf_token=signer.csrf_token(claims),
+        tenant_id=session.tenant_id,
+        role=session.role,
+        subject=session.subject,
+        expires_at=iso(session.expires_at),
+        csrf_token=signed_in.csrf_token,
     )

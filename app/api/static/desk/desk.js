@@ -57,6 +57,7 @@ async function api(method, path, body) {
   });
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
+  if (response.status === 401 && me) signInEnded(new ApiError(response.status, data).message);
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -154,8 +155,18 @@ $("signin").addEventListener("submit", async (event) => {
 });
 
 $("signout").addEventListener("click", async () => {
-  try { await api("POST", "/v1/desk/logout"); } finally { location.reload(); }
+  try { await api("POST", "/v1/desk/logout"); } finally { me = null; location.reload(); }
 });
+
+const ENDED = "hermes-desk-ended";
+
+function signInEnded(reason) {
+  // The service ended the sign-in (signed out in another tab, its key revoked, it or its key
+  // or token expired): start again from the sign-in form, saying why.
+  me = null;
+  sessionStorage.setItem(ENDED, reason);
+  location.reload();
+}
 
 // -- the queue and the sessions ------------------------------------------------------------------
 
@@ -537,7 +548,11 @@ $("chat-handoff").addEventListener("click", async () => {
 // -- start ---------------------------------------------------------------------------------------
 
 (async () => {
+  const ended = sessionStorage.getItem(ENDED);
+  sessionStorage.removeItem(ENDED);
   try {
     await signedIn(await api("GET", "/v1/desk/session"));
-  } catch (error) { /* not signed in: the form is shown */ }
+  } catch (error) { // not signed in: the form is shown
+    if (ended) $("signin-error").textContent = `signed out: ${ended}`;
+  }
 })();
