@@ -9,16 +9,19 @@ import hashlib
 import re
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.runtime import REDIS_DEGRADED
 from app.storage.usage import seconds_to_next_day
 from app.testing import LiveService, read_events, serve, stream_turn
+from tests.api.test_health import health_until
 from tests.api.test_sessions import assert_error
-from tests.redis_util import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
+from tests.redis_util import REDIS_URL, RedisServer, redis_prefix  # noqa: F401 (a fixture)
 
 AGENT_A = "acme-agent-key-0001"
 AGENT_A2 = "acme-agent-key-0002"
@@ -266,6 +269,38 @@ async def test_the_turn_rate_is_shared_between_processes_through_redis(
         refused = await post(a, first, "five", key=AGENT_A2)
         assert_error(refused, 429, "budget_exceeded")
         assert refused.json()["error"]["details"]["kind"] == "tenant_tokens"
+
+
+async def test_while_redis_restarts_the_turn_rate_is_per_process_then_shared_again(
+    budget_settings: Any, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """docs/operations.md, Redis: while it is away each process counts a key's turns itself
+    (the limit holds per process); once it answers, the count is shared again, in the restarted
+    (empty) Redis."""
+    with RedisServer(tmp_path / "redis") as server:
+        settings = budget_settings(turn_rate_per_minute=2, redis_url=server.url)
+        async with serve(settings) as a, serve(settings) as b:
+            both = [(a, await session(a)), (b, await session(b))]
+            fake_llm.enqueue(*(Reply("ok") for _ in range(6)))
+            server.kill()
+            for svc, _ in both:
+                await health_until(svc, REDIS_DEGRADED)
+            for svc, session_id in both:  # two each: neither sees the other's
+                assert (await post(svc, session_id, "one")).status_code == 200
+                assert (await post(svc, session_id, "two")).status_code == 200
+                refused = await post(svc, session_id, "three")
+                assert_error(refused, 429, "rate_limited")
+                assert int(refused.headers["Retry-After"]) >= 1
+
+            server.start()
+            for svc, _ in both:
+                await health_until(svc, "ok")
+            # Shared again: two in all, whichever process takes them (each one's own count
+            # of the outage is full and no longer asked).
+            for svc, session_id in both:
+                assert (await post(svc, session_id, "four")).status_code == 200
+            for svc, session_id in both:
+                assert_error(await post(svc, session_id, "five"), 429, "rate_limited")
 
 
 @pytest.fixture
