@@ -123,6 +123,16 @@ class Runtime:
 REDIS_DEGRADED = "degraded: polling the database"
 
 
+def stream_cap(settings: Settings) -> int:
+    """HERMES_MAX_STREAMS_PER_PRINCIPAL as this process applies it. The cap is per key, one
+    customer's or one staff member's. With HERMES_AUTH=off (loopback only) there are no keys:
+    every caller is the one local principal, so the default would cap the whole process's
+    streams (the load benches hold hundreds), not a person's; there it applies only when set."""
+    if settings.auth == "off" and "max_streams_per_principal" not in settings.model_fields_set:
+        return 0
+    return settings.max_streams_per_principal
+
+
 def health_status(checks: dict[str, str]) -> Literal["ok", "degraded", "failing"]:
     """ "failing" if a dependency the service cannot run without fails (take this process out
     of the load balancer), "degraded" if it runs without one, else "ok"."""
@@ -526,5 +536,5 @@ async def open_runtime(
             model=model,
             shared=shared,
             fanout=fanout,
-            streams=KeyedCounter(settings.max_streams_per_principal),
+            streams=KeyedCounter(stream_cap(settings)),
         )

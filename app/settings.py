@@ -152,8 +152,11 @@ class Settings(BaseSettings):
     # bundled price map (hermes/local costs nothing).
     # Turns one principal (API key) may start per minute, shared through Redis when set.
     turn_rate_per_minute: int = Field(0, ge=0)
-    # Event streams (SSE) one principal may hold open at once, per process.
-    max_streams_per_principal: int = Field(0, ge=0)
+    # Event streams (SSE) one principal may hold open at once, per process (0: no cap). A key is
+    # one customer's or one staff member's: a tab holds one or two, a desk a few; 16 leaves room
+    # for several tabs and for streams a dropped network left open, and stops one leaked or
+    # looping client from holding hundreds. With auth off: only when set (app.runtime.stream_cap).
+    max_streams_per_principal: int = Field(16, ge=0)
 
     # -- HTTP -----------------------------------------------------------------------------------
     sse_keepalive_s: float = Field(15.0, gt=0)

@@ -1,5 +1,6 @@
-"""Redis for tests: a key prefix of its own per test (deleted afterwards), and a TCP proxy that
-can cut Redis off and bring it back while the service runs.
+"""Redis for tests: a key prefix of its own per test (deleted afterwards), a TCP proxy that
+can cut Redis off and bring it back while the service runs, and a `redis-server` of a test's
+own to kill and start again (a real restart).
 
 Tests skip when Redis is unreachable, except in CI (`CI=true`), where they fail.
 """
@@ -10,11 +11,17 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
+import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
+
+from tests.serve_util import free_port
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -135,3 +142,55 @@ class TcpProxy:
             with contextlib.suppress(Exception):
                 sink.close()
             self._writers.discard(sink)
+
+
+class RedisServer:
+    """A `redis-server` of the test's own on a free port (never the shared one): `kill()` ends
+    it as a crash would (SIGKILL: every client connection dies), `start()` brings up a fresh one
+    on the same port, empty (no persistence), as a restarted Redis without a disk comes back."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 10) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            if os.environ.get("CI") == "true":
+                raise AssertionError("redis-server is not installed")
+            pytest.skip("redis-server is not installed")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # No persistence: the restarted server is empty, as the compose file's would be.
+        options = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        options += ["--appendonly", "no", "--dir", str(self.directory)]
+        self._proc = subprocess.Popen(
+            [binary, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except (redis.RedisError, OSError):
+                    if self._proc.poll() is not None or time.monotonic() > deadline:
+                        raise AssertionError(f"redis-server on {self.port} did not start") from None
+                    time.sleep(0.02)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(10)
+        self._proc = None
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.kill()

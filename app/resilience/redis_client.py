@@ -5,7 +5,9 @@ At start-up Redis must answer: a configured but unreachable Redis stops start-up
 naming the variable. While running, a failed Redis call raises `RedisUnavailable` so the
 caller falls back to this process's own state (breakers, rate limits); the first failure of an
 outage logs one warning, later ones nothing. During an outage Redis is tried again at most
-every `retry_s`, and the first call it answers ends the outage (logged once too).
+every `retry_s`, and the first call it answers ends the outage (logged once too). A restart
+kills every pooled connection: a call that finds its connection dead reconnects and sends again,
+once (`_retry`), so the first calls after Redis is back succeed.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import TypeVar
 
 import redis
 import redis.asyncio
+import redis.asyncio.retry
+import redis.retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from app.errors import ConfigError, InternalError
 
@@ -36,11 +40,19 @@ class RedisUnavailable(InternalError):
     """Redis did not answer (or is being left alone during an outage): use local state."""
 
 
-def _retry() -> Retry:
-    # One immediate retry on a fresh connection: a pooled connection may have been closed by
-    # a restart. More (redis-py's default backs off for seconds) would stall every call
-    # during an outage instead of falling back at once.
-    return Retry(NoBackoff(), 1)
+def _retry() -> redis.asyncio.retry.Retry:
+    """One immediate retry, on the same connection reconnected, of a call whose connection was
+    found dead (`ConnectionError`: Redis restarted since it was pooled; redis-py 8 hands pooled
+    connections out unchecked while its maintenance notifications are "auto", the default).
+    That first call after a restart then succeeds instead of starting a new
+    outage, and each dead connection left in the pool is replaced the first time it is used.
+
+    It must be the asyncio `Retry`: the async client awaits what `call_with_retry` returns,
+    and the sync class returns the call's coroutine unawaited, so nothing was ever retried.
+    Not after a timeout (a Redis that hangs would hold each call twice as long), and not more
+    than once (redis-py's default backs off for seconds): during an outage a call falls back
+    at once."""
+    return redis.asyncio.retry.Retry(NoBackoff(), 1, supported_errors=(ConnectionLost,))
 
 
 def _shown(url: str) -> str:
@@ -59,7 +71,10 @@ def _unreachable(url: str, exc: RedisError) -> ConfigError:
 def check_reachable(url: str, timeout_s: float = 2.0) -> None:
     """Ping Redis once, synchronously (before the server binds); `ConfigError` if it can't."""
     client = redis.Redis.from_url(
-        url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry=_retry()
+        url,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=redis.retry.Retry(NoBackoff(), 1),
     )
     try:
         client.ping()

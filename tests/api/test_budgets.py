@@ -5,24 +5,29 @@ key (shared through Redis) and the open-stream cap per key."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
+from app.runtime import REDIS_DEGRADED
 from app.storage.usage import seconds_to_next_day
 from app.testing import LiveService, read_events, serve, stream_turn
+from tests.api.test_health import health_until
 from tests.api.test_sessions import assert_error
-from tests.redis_util import REDIS_URL, redis_prefix  # noqa: F401 (a fixture)
+from tests.redis_util import REDIS_URL, RedisServer, redis_prefix  # noqa: F401 (a fixture)
 
 AGENT_A = "acme-agent-key-0001"
 AGENT_A2 = "acme-agent-key-0002"
 AGENT_B = "zeta-agent-key-0001"
+DEFAULT_STREAM_CAP = 16  # HERMES_MAX_STREAMS_PER_PRINCIPAL's default (README)
 KEYS = [f"acme:agent:{AGENT_A}", f"acme:agent:{AGENT_A2}", f"zeta:agent:{AGENT_B}"]
 
 
@@ -268,6 +273,38 @@ async def test_the_turn_rate_is_shared_between_processes_through_redis(
         assert refused.json()["error"]["details"]["kind"] == "tenant_tokens"
 
 
+async def test_while_redis_restarts_the_turn_rate_is_per_process_then_shared_again(
+    budget_settings: Any, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """docs/operations.md, Redis: while it is away each process counts a key's turns itself
+    (the limit holds per process); once it answers, the count is shared again, in the restarted
+    (empty) Redis."""
+    with RedisServer(tmp_path / "redis") as server:
+        settings = budget_settings(turn_rate_per_minute=2, redis_url=server.url)
+        async with serve(settings) as a, serve(settings) as b:
+            both = [(a, await session(a)), (b, await session(b))]
+            fake_llm.enqueue(*(Reply("ok") for _ in range(6)))
+            server.kill()
+            for svc, _ in both:
+                await health_until(svc, REDIS_DEGRADED)
+            for svc, session_id in both:  # two each: neither sees the other's
+                assert (await post(svc, session_id, "one")).status_code == 200
+                assert (await post(svc, session_id, "two")).status_code == 200
+                refused = await post(svc, session_id, "three")
+                assert_error(refused, 429, "rate_limited")
+                assert int(refused.headers["Retry-After"]) >= 1
+
+            server.start()
+            for svc, _ in both:
+                await health_until(svc, "ok")
+            # Shared again: two in all, whichever process takes them (each one's own count
+            # of the outage is full and no longer asked).
+            for svc, session_id in both:
+                assert (await post(svc, session_id, "four")).status_code == 200
+            for svc, session_id in both:
+                assert_error(await post(svc, session_id, "five"), 429, "rate_limited")
+
+
 @pytest.fixture
 async def capped(budget_settings: Any) -> AsyncIterator[LiveService]:
     async with serve(budget_settings(max_streams_per_principal=1)) as svc:
@@ -326,6 +363,47 @@ async def test_open_streams_per_key_are_capped(
         assert response.status_code == 200
         events = [e async for e in read_events(response, until="turn.completed")]
     assert events[-1].event == "turn.completed"
+
+
+async def test_by_default_a_key_holds_at_most_16_streams_and_closing_one_frees_a_slot(
+    budget_settings: Any,
+) -> None:
+    async with serve(budget_settings()) as svc, contextlib.AsyncExitStack() as held:
+        url = f"/v1/sessions/{await session(svc)}/events"
+        streams = []
+        for _ in range(DEFAULT_STREAM_CAP):
+            opened = await held.enter_async_context(
+                svc.client.stream("GET", url, headers=auth(AGENT_A))
+            )
+            assert opened.status_code == 200
+            streams.append(opened)
+        async with svc.client.stream("GET", url, headers=auth(AGENT_A)) as refused:
+            assert refused.status_code == 429, "one more stream than the cap was let through"
+            await refused.aread()
+        assert_error(refused, 429, "too_many_streams")
+        assert refused.json()["error"]["details"]["limit"] == DEFAULT_STREAM_CAP
+        assert int(refused.headers["Retry-After"]) >= 1
+
+        await streams[0].aclose()  # the tab closes one
+        deadline = time.monotonic() + 10
+        while True:  # the slot is free once the service has seen the stream go
+            async with svc.client.stream("GET", url, headers=auth(AGENT_A)) as again:
+                if again.status_code == 200:
+                    break
+                assert again.status_code == 429
+            assert time.monotonic() < deadline, "closing a stream never freed its slot"
+            await asyncio.sleep(0.05)
+
+
+async def test_with_auth_off_the_default_caps_no_streams(service: LiveService) -> None:
+    """Every caller is the one local principal then (loopback only): a cap per key would be
+    one on the whole process (app.runtime.stream_cap)."""
+    async with contextlib.AsyncExitStack() as held:
+        created = await service.client.post("/v1/sessions", json={"user_id": "u1"})
+        url = f"/v1/sessions/{created.json()['id']}/events"
+        for _ in range(DEFAULT_STREAM_CAP + 1):
+            opened = await held.enter_async_context(service.client.stream("GET", url))
+            assert opened.status_code == 200
 
 
 async def test_defaults_count_usage_but_refuse_nothing(

@@ -1,15 +1,18 @@
-"""SharedRedis.answers, the health check's probe: true when Redis answers, false at once (not
-after the client's timeouts) when it hangs, and a hung probe still ends in an outage."""
+"""SharedRedis: the health check's probe (true when Redis answers, false at once, not after
+the client's timeouts, when it hangs, and a hung probe still ends in an outage), and a restart
+of Redis that is over once it answers (a Redis server of the test's own, killed)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from app.resilience.redis_client import SharedRedis
-from tests.redis_util import REDIS_URL, redis_prefix
+from app.resilience.redis_client import RedisUnavailable, SharedRedis
+from tests.redis_util import REDIS_URL, RedisServer, redis_prefix
 
 __all__ = ["redis_prefix"]
 
@@ -54,3 +57,42 @@ async def test_a_hung_redis_is_reported_within_the_wait_and_then_counts_as_down(
         assert not await shared.answers()  # in the outage: no ping sent, no waiting
     finally:
         await shared.aclose()
+
+
+async def test_after_a_restart_the_first_calls_on_dead_pooled_connections_succeed(
+    tmp_path: Path,
+) -> None:
+    """A restart kills every pooled connection, and the pool hands them out unchecked: each
+    call that gets one reconnects and sends again (one immediate retry), instead of failing
+    and starting an outage while Redis answers."""
+    with RedisServer(tmp_path / "redis") as server:
+        shared = SharedRedis(server.url, "hermes")
+        try:
+            await asyncio.gather(*(shared.run(lambda c: c.ping()) for _ in range(5)))
+            server.kill()
+            server.start()
+            for _ in range(2):  # every connection of the pool, each dead
+                pongs = await asyncio.gather(*(shared.run(lambda c: c.ping()) for _ in range(5)))
+                assert all(pongs)
+            assert not shared.down
+        finally:
+            await shared.aclose()
+
+
+async def test_a_call_while_redis_is_down_fails_at_once_and_only_one_tries(
+    tmp_path: Path,
+) -> None:
+    """The retry is for dead connections, not for an outage: with Redis gone a call fails
+    without waiting, the next ones do not try until `retry_s` has passed."""
+    with RedisServer(tmp_path / "redis") as server:
+        shared = SharedRedis(server.url, "hermes", retry_s=30)
+        try:
+            await shared.run(lambda c: c.ping())
+            server.kill()
+            started = time.monotonic()
+            for _ in range(3):
+                with pytest.raises(RedisUnavailable):
+                    await shared.run(lambda c: c.ping())
+            assert shared.down and time.monotonic() - started < 0.5
+        finally:
+            await shared.aclose()
