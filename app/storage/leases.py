@@ -3,7 +3,8 @@
 A lease is taken inside the transaction that claims the session's next turn (`acquire`), kept
 alive for every session a process holds by one statement per writer lane (`LeaseStore.renew`),
 and let go in the transaction that finds nothing more to run (`release`). The token grows by
-one each time the lease changes hands and never goes back (a released row stays, with
+one each time the lease is taken (from another owner, or again after a release or expiry) and
+never goes back (a released row stays, with
 `expires_at = 0`); `app.storage.fence` checks it inside every write of the owner's turns.
 
 Times are the processes' own clocks (Unix seconds): across machines they must agree to well
@@ -31,18 +32,21 @@ def new_owner() -> str:
 
 
 def acquire(tx: Tx, session_id: str, owner: str, ttl_s: float) -> int | None:
-    """Take the session's lease, or keep it if it is already `owner`'s; its token, or None
-    while another owner holds it (or the session is gone)."""
+    """Take the session's lease, or keep it if `owner` holds it now; its token, or None while
+    another owner holds it (or the session is gone). Keeping is the same tenure and token;
+    taking a lease let go or expired is a new one, even by the same owner: a renewal that ran
+    while it was let go reports the old token lost, which must not stop the new holder."""
     row = tx.one(
         "INSERT INTO session_leases (session_id, owner, token, expires_at)"
         " SELECT ?, ?, 1, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
         " ON CONFLICT (session_id) DO UPDATE SET"
-        " token = CASE WHEN session_leases.owner = excluded.owner THEN session_leases.token"
+        " token = CASE WHEN session_leases.owner = excluded.owner"
+        " AND session_leases.expires_at > ? THEN session_leases.token"
         " ELSE session_leases.token + 1 END,"
         " owner = excluded.owner, expires_at = excluded.expires_at"
         " WHERE session_leases.owner = excluded.owner OR session_leases.expires_at <= ?"
         " RETURNING token",
-        (session_id, owner, tx.now + ttl_s, session_id, tx.now),
+        (session_id, owner, tx.now + ttl_s, session_id, tx.now, tx.now),
     )
     return None if row is None else int(row[0])
 

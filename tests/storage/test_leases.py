@@ -109,6 +109,22 @@ async def test_a_released_lease_is_free_and_its_token_never_goes_back(world: Wor
     assert await world.leases.acquire(session_id, A, 30) is None
 
 
+async def test_an_owner_that_takes_its_released_lease_again_gets_a_new_token(
+    world: World,
+) -> None:
+    """A renewal that ran while the lease was let go reports it lost under the old token; the
+    worker that took it again meanwhile must not be the one that stops (it was, ~1 turn in 250
+    on two processes: 'taken over' by nobody, the turn interrupted 15 s later)."""
+    session_id = await world.session()
+    assert await world.leases.acquire(session_id, A, 30) == 1
+    await world.leases.release(Fence(session_id, A, 1))
+    assert await world.leases.renew(A, {session_id: 1}, 30) == {session_id: 1}
+    assert await world.leases.acquire(session_id, A, 30) == 2  # a new tenure
+    await expire(world, session_id)
+    assert await world.leases.acquire(session_id, A, 30) == 3  # so is one after expiry
+    assert await world.leases.renew(A, {session_id: 3}, 30) == {}
+
+
 async def test_no_lease_for_a_session_that_does_not_exist(world: World) -> None:
     assert await world.leases.acquire("sess_missing", A, 30) is None
 
