@@ -254,7 +254,8 @@ class TurnRunner:
                 through_turn=turn.number,
                 after_pk=view.watermark,
             )
-            finished.append(Finished(fields, tx.now, added == transcript.count + 1))
+            # (Assigned, not appended: a batch run again runs this again.)
+            finished[:] = [Finished(fields, tx.now, added == transcript.count + 1)]
 
         # The turn's end carries what it still holds (the last model step, tool results).
         final = await emitter.writes.now(
