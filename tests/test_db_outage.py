@@ -35,12 +35,12 @@ import httpx
 import psycopg
 import pytest
 
-from app.llm.testing import FakeLLMServer, RecordedRequest, Reply, Step, ToolCall, ToolCalls
+from app.llm.testing import FakeLLMServer, Gate, RecordedRequest, Reply, Step, ToolCall, ToolCalls
 from app.settings import Settings
 from app.testing import read_events, serve
 from tests.conftest import copy_demo
 from tests.postgres import fresh_database
-from tests.redis_util import REDIS_URL, key_prefix
+from tests.redis_util import REDIS_URL, TcpProxy, key_prefix
 from tests.serve_util import free_port, hermes_env, spawn_hermes, stop, wait_healthy
 
 pytestmark = pytest.mark.slow
@@ -449,3 +449,63 @@ async def test_a_turn_whose_last_commit_lost_its_answer_is_stored_once_and_answe
                 "SELECT COUNT(*) FROM events WHERE type = 'turn.completed'"
             ).fetchone() or (0,)
         assert ended == 1
+
+
+# -- a database away for longer than the turn's time -------------------------------------------
+
+
+async def test_a_turn_whose_database_stays_away_ends_interrupted_and_its_replay_finishes_it(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeLLMServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("WARNING", logger="app.storage.outage")
+    with fresh_database() as url:
+        parts = urlsplit(url)
+        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+        port = await proxy.start()
+        proxied = parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{port}")
+        gate = Gate(after=1)
+        fake_llm.enqueue(Reply("lost with its database", chunks=2, gate=gate), Reply("resumed"))
+        try:
+            settings = make_settings(database_url=proxied.geturl(), turn_timeout_s=3)
+            async with serve(settings) as svc:
+                created = await svc.client.post("/v1/sessions", json={"user_id": "u1"})
+                session_id = created.json()["id"]
+                body = {"content": "hello", "client_message_id": "cm-away"}
+                url_messages = f"/v1/sessions/{session_id}/messages"
+                waiting = asyncio.create_task(svc.client.post(url_messages, json=body, timeout=60))
+                await until_true(lambda: gate.reached)
+                await proxy.cut()  # the database is gone while the model answers
+                gate.open()
+
+                def ending_waits() -> bool:  # the turn's time is up; its end waits to be stored
+                    return any("the end of turn" in r.getMessage() for r in caplog.records)
+
+                await until_true(ending_waits, timeout_s=30)
+                await proxy.restore()
+
+                answered = await waiting
+                assert answered.status_code == 503, answered.text
+                assert answered.json()["error"]["code"] == "interrupted"
+                steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
+                failed = [s for s in steps["items"] if s["status"] == "failed"]
+                assert [s["error"]["code"] for s in failed] == ["database_unavailable"]
+
+                again = await svc.client.post(url_messages, json=body)
+                assert again.status_code == 200, again.text
+                assert again.json()["message"]["content"] == "resumed"
+                messages = (await svc.client.get(url_messages)).json()["items"]
+                assert [(m["role"], m["content"]) for m in messages] == [
+                    ("user", "hello"),
+                    ("assistant", "resumed"),
+                ]
+        finally:
+            await proxy.close()
+
+
+async def until_true(check: Callable[[], bool], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)

@@ -268,18 +268,14 @@ class TurnManager:
                 finally:
                     deadline.unbind(token)
         except TimeoutError:
+            if not worker.waiting:
+                why = f"the turn did not finish within {self.turn_timeout_s:g}s"
+                try:
+                    await self.turns.fail(turn, "turn_timeout", why, usage=used)
+                except DatabaseUnavailable:  # away too: what held the turn up, most likely
+                    worker.waiting = True
             if worker.waiting:  # for a database that did not come back in time
                 await self._store_end(turn, lambda: self.turns.interrupt(turn, usage=used))
-            else:
-                await self._store_end(
-                    turn,
-                    lambda: self.turns.fail(
-                        turn,
-                        "turn_timeout",
-                        f"the turn did not finish within {self.turn_timeout_s:g}s",
-                        usage=used,
-                    ),
-                )
         except LeaseLost:  # (a Fault: caught before them)
             worker.lost = True  # the new owner ends this turn; this process writes nothing more
             log.warning("turn %s stopped: its session was taken over", turn.id)

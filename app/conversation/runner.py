@@ -120,6 +120,7 @@ class TurnRunner:
         finally:
             # Ended early (failed, cancelled): what the turn still held is stored before the
             # turn's end is; then the next turn rebuilds the session's view from the database.
+            emitter.abandon()
             emitter.writes.release()
             self.history.release(view)  # a no-op once the completed turn kept it
 

@@ -245,8 +245,7 @@ class BatchWriter(Generic[C]):
         fn: Callable[[C], T],
         on_commit: Callable[[T], None] | None = None,
     ) -> T:
-        # shield: a cancelled caller must not make the job look failed; it still commits.
-        return await asyncio.shield(self.submit(fn, on_commit))
+        return await shielded(self.submit(fn, on_commit))
 
     def _writer_main(self, one: Lane, ready: asyncio.Future[None]) -> None:
         loop = self._loop
@@ -440,6 +439,22 @@ class BatchWriter(Generic[C]):
     def _control(self, conn: Any, sql: str) -> None:
         conn.control += 1  # transaction control, counted apart from the jobs' statements
         conn.execute(sql)
+
+
+async def shielded(write: asyncio.Future[T]) -> T:
+    """Wait for a submitted write; a cancelled caller must not make the job look failed (it
+    still commits). If it fails after its caller left, the failure is logged, not left for
+    garbage collection to complain of."""
+    try:
+        return await asyncio.shield(write)
+    except asyncio.CancelledError:
+        write.add_done_callback(_left_behind)
+        raise
+
+
+def _left_behind(write: asyncio.Future[Any]) -> None:
+    if not write.cancelled() and write.exception() is not None:
+        log.warning("a write whose caller was cancelled failed: %s", write.exception())
 
 
 def _succeed(ready: asyncio.Future[None]) -> None:
