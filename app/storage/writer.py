@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from app.errors import DatabaseClosed, DatabaseUnavailable
+from app.errors import DatabaseClosed, DatabaseUnavailable, InternalError
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class _Job(Generic[T]):
 Outcome = tuple[_Job[Any], Any, BaseException | None]
 
 
-class _Lost(Exception):
+class _Lost(InternalError):
     """The connection broke before the batch's COMMIT was sent: nothing of it was applied."""
 
     def __init__(self, cause: BaseException) -> None:

@@ -60,17 +60,19 @@ def connection_broke(exc: BaseException) -> bool:
     return state is None or state.startswith("08") or state in _SERVER_GOING_AWAY
 
 
-def _went_away(raw: psycopg.Connection[Any]) -> bool:
-    """The idle connection was ended by the server meanwhile: its goodbye (a FATAL error, then
-    the end of the stream) waits unread. Reading what is there costs no round trip."""
-    if raw.closed:
+def _went_away(conn: PgConnection) -> bool:
+    """The idle writer connection was ended by the server meanwhile: its goodbye (a FATAL
+    error, which libpq hands to an idle connection's notice handler) or the end of the stream
+    waits unread. Reading what is there costs no round trip."""
+    raw = conn.raw
+    if raw.closed or conn.ended_by_server:
         return True
     try:
-        raw.pgconn.consume_input()  # the server's last words, if any
-        raw.pgconn.consume_input()  # and the end of the stream behind them
+        raw.pgconn.consume_input()  # what the server sent unasked, if anything
+        raw.pgconn.is_busy()  # parsed: a goodbye reaches the notice handler
     except psycopg.OperationalError:
         return True
-    return bool(raw.closed)
+    return bool(raw.closed or conn.ended_by_server)
 
 
 class Row(tuple[Any, ...]):
@@ -160,6 +162,8 @@ class PgConnection:
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
+        self.ended_by_server = False  # a FATAL came while idle: the server ended the session
+        raw.add_notice_handler(self._notice)
         self._pipeline_scope: contextlib.AbstractContextManager[psycopg.Pipeline] | None = None
         self.pipeline: psycopg.Pipeline | None = None
         self.statements = 0
@@ -199,6 +203,10 @@ class PgConnection:
             return
         with contextlib.suppress(Exception):
             scope.__exit__(type(failed), failed, failed.__traceback__)
+
+    def _notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.severity_nonlocalized in ("FATAL", "PANIC"):
+            self.ended_by_server = True
 
     def count_event(self, payload_bytes: int) -> None:
         self.events += 1
@@ -290,7 +298,7 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         return PgConnection(connect(self.url, timeout_s=self.connect_timeout_s))
 
     def _usable(self, conn: Any) -> Any:
-        if not _went_away(conn.raw):
+        if not _went_away(conn):
             return conn
         log.warning("the PostgreSQL writer connection was lost; reconnecting")
         return self._reconnect(conn)

@@ -116,14 +116,16 @@ async def test_renewing_leases_on_every_lane_keeps_them_all(pg_url: str) -> None
 
 
 def _end_other_connections(url: str) -> int:
-    """`pg_terminate_backend` on every other connection to this test's own database."""
+    """`pg_terminate_backend` on every other connection to this test's own database, and wait
+    until they are gone (their goodbye has then reached the clients)."""
     name = url.rsplit("/", 1)[-1]
+    others = "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
     with psycopg.connect(url, autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = %s AND pid <> pg_backend_pid()",
-            (name,),
-        ).fetchall()
+        rows = admin.execute(f"SELECT pg_terminate_backend(pid) {others}", (name,)).fetchall()
+        deadline = time.monotonic() + 10
+        while admin.execute(f"SELECT 1 {others}", (name,)).fetchone() is not None:
+            assert time.monotonic() < deadline, "the ended connections are still there"
+            time.sleep(0.01)
     return len(rows)
 
 
