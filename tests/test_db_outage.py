@@ -509,3 +509,66 @@ async def until_true(check: Callable[[], bool], timeout_s: float = 20) -> None:
     while not check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.01)
+
+
+async def test_a_turn_whose_database_comes_back_resumes_in_place_and_runs_no_tool_twice(
+    make_settings: Callable[..., Settings],
+    fake_llm: FakeLLMServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("WARNING", logger="app.conversation.manager")
+    with fresh_database() as url:
+        parts = urlsplit(url)
+        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+        port = await proxy.start()
+        proxied = parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{port}")
+        gate = Gate(after=1)
+        summary = "[in-place] 订单未送达，客户要求跟进处理。"
+        ticket = {"category": "complaint", "summary": summary, "order_id": ORDER}
+        fake_llm.enqueue(
+            ToolCalls(ToolCall("create_ticket", ticket, id="call_ticket")),
+            Reply("lost with its database", chunks=2, gate=gate),
+            Reply("answered after the outage"),
+        )
+        try:
+            settings = make_settings(database_url=proxied.geturl(), nlu_min_confidence=1)
+            async with serve(settings) as svc:
+                created = await svc.client.post("/v1/sessions", json={"user_id": CUSTOMER})
+                session_id = created.json()["id"]
+                url_messages = f"/v1/sessions/{session_id}/messages"
+                body = {"content": "我的订单一直没到，请登记", "client_message_id": "cm-back"}
+                waiting = asyncio.create_task(svc.client.post(url_messages, json=body, timeout=60))
+                await until_true(lambda: gate.reached)
+                await proxy.cut()  # the database goes away while the model writes the reply
+                gate.open()
+
+                def lost() -> bool:  # the turn met the outage the writer could not hide
+                    return any("lost its database" in r.getMessage() for r in caplog.records)
+
+                await until_true(lost, timeout_s=30)
+                await proxy.restore()
+
+                answered = await waiting
+                assert answered.status_code == 200, answered.text
+                assert answered.json()["message"]["content"] == "answered after the outage"
+                assert len(fake_llm.requests) == 3  # the reply's model call again, nothing else
+                turn_id = answered.json()["turn_id"]
+                steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
+                tools = [s for s in steps["items"] if s["action_type"] == "call_tool"]
+                assert [(s["name"], s["status"], s["attempts"]) for s in tools] == [
+                    ("create_ticket", "succeeded", 1)
+                ]
+            with contextlib.closing(sqlite3.connect(settings.demo_db_path)) as demo:
+                made = demo.execute(
+                    "SELECT COUNT(*) FROM tickets WHERE summary = ?", (summary,)
+                ).fetchone()
+            assert made == (1,)
+        finally:
+            await proxy.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            started = conn.execute(
+                "SELECT e.data FROM events e JOIN sessions s ON s.session_key = e.session_key"
+                " WHERE s.id = %s AND e.type = 'turn.started' ORDER BY e.seq",
+                (session_id,),
+            ).fetchall()
+        assert len(started) == 2 and '"resumed_from_step"' in started[1][0], (turn_id, started)
