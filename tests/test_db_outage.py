@@ -451,7 +451,46 @@ async def test_a_turn_whose_last_commit_lost_its_answer_is_stored_once_and_answe
         assert ended == 1
 
 
-# -- a database away for longer than the turn's time -------------------------------------------
+# -- a database away for a while -----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def cut_off_database() -> AsyncIterator[tuple[str, str, TcpProxy]]:
+    """A fresh database, and a URL to it through a proxy that can cut it off: (its own URL,
+    the proxied URL, the proxy)."""
+    with fresh_database() as url:
+        parts = urlsplit(url)
+        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+        port = await proxy.start()
+        netloc = f"{parts.username or 'postgres'}@127.0.0.1:{port}"
+        try:
+            yield url, parts._replace(netloc=netloc).geturl(), proxy
+        finally:
+            await proxy.close()
+
+
+async def post_through_an_outage(
+    svc: Any,
+    session_id: str,
+    body: dict[str, Any],
+    proxy: TcpProxy,
+    gate: Gate,
+    caplog: pytest.LogCaptureFixture,
+    back_once_logged: str,
+) -> httpx.Response:
+    """POST `body`; while the model streams its reply (held at `gate`), the database is cut
+    off; it comes back once a log record says `back_once_logged`. The POST's answer."""
+    waiting = asyncio.create_task(
+        svc.client.post(f"/v1/sessions/{session_id}/messages", json=body, timeout=60)
+    )
+    await until_true(lambda: gate.reached)
+    await proxy.cut()
+    gate.open()
+    await until_true(
+        lambda: any(back_once_logged in r.getMessage() for r in caplog.records), timeout_s=30
+    )
+    await proxy.restore()
+    return await waiting
 
 
 async def test_a_turn_whose_database_stays_away_ends_interrupted_and_its_replay_finishes_it(
@@ -460,48 +499,32 @@ async def test_a_turn_whose_database_stays_away_ends_interrupted_and_its_replay_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level("WARNING", logger="app.storage.outage")
-    with fresh_database() as url:
-        parts = urlsplit(url)
-        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-        port = await proxy.start()
-        proxied = parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{port}")
+    async with cut_off_database() as (_url, proxied, proxy):
         gate = Gate(after=1)
         fake_llm.enqueue(Reply("lost with its database", chunks=2, gate=gate), Reply("resumed"))
-        try:
-            settings = make_settings(database_url=proxied.geturl(), turn_timeout_s=3)
-            async with serve(settings) as svc:
-                created = await svc.client.post("/v1/sessions", json={"user_id": "u1"})
-                session_id = created.json()["id"]
-                body = {"content": "hello", "client_message_id": "cm-away"}
-                url_messages = f"/v1/sessions/{session_id}/messages"
-                waiting = asyncio.create_task(svc.client.post(url_messages, json=body, timeout=60))
-                await until_true(lambda: gate.reached)
-                await proxy.cut()  # the database is gone while the model answers
-                gate.open()
+        async with serve(make_settings(database_url=proxied, turn_timeout_s=3)) as svc:
+            created = await svc.client.post("/v1/sessions", json={"user_id": "u1"})
+            session_id = created.json()["id"]
+            body = {"content": "hello", "client_message_id": "cm-away"}
+            # The turn's time runs out while the database is away; its end waits to be stored.
+            answered = await post_through_an_outage(
+                svc, session_id, body, proxy, gate, caplog, "the end of turn"
+            )
+            assert answered.status_code == 503, answered.text
+            assert answered.json()["error"]["code"] == "interrupted"
+            steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
+            failed = [s for s in steps["items"] if s["status"] == "failed"]
+            assert [s["error"]["code"] for s in failed] == ["database_unavailable"]
 
-                def ending_waits() -> bool:  # the turn's time is up; its end waits to be stored
-                    return any("the end of turn" in r.getMessage() for r in caplog.records)
-
-                await until_true(ending_waits, timeout_s=30)
-                await proxy.restore()
-
-                answered = await waiting
-                assert answered.status_code == 503, answered.text
-                assert answered.json()["error"]["code"] == "interrupted"
-                steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
-                failed = [s for s in steps["items"] if s["status"] == "failed"]
-                assert [s["error"]["code"] for s in failed] == ["database_unavailable"]
-
-                again = await svc.client.post(url_messages, json=body)
-                assert again.status_code == 200, again.text
-                assert again.json()["message"]["content"] == "resumed"
-                messages = (await svc.client.get(url_messages)).json()["items"]
-                assert [(m["role"], m["content"]) for m in messages] == [
-                    ("user", "hello"),
-                    ("assistant", "resumed"),
-                ]
-        finally:
-            await proxy.close()
+            url_messages = f"/v1/sessions/{session_id}/messages"
+            again = await svc.client.post(url_messages, json=body)
+            assert again.status_code == 200, again.text
+            assert again.json()["message"]["content"] == "resumed"
+            messages = (await svc.client.get(url_messages)).json()["items"]
+            assert [(m["role"], m["content"]) for m in messages] == [
+                ("user", "hello"),
+                ("assistant", "resumed"),
+            ]
 
 
 async def until_true(check: Callable[[], bool], timeout_s: float = 20) -> None:
@@ -517,11 +540,7 @@ async def test_a_turn_whose_database_comes_back_resumes_in_place_and_runs_no_too
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level("WARNING", logger="app.conversation.manager")
-    with fresh_database() as url:
-        parts = urlsplit(url)
-        proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-        port = await proxy.start()
-        proxied = parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{port}")
+    async with cut_off_database() as (url, proxied, proxy):
         gate = Gate(after=1)
         summary = "[in-place] 订单未送达，客户要求跟进处理。"
         ticket = {"category": "complaint", "summary": summary, "order_id": ORDER}
@@ -530,45 +549,31 @@ async def test_a_turn_whose_database_comes_back_resumes_in_place_and_runs_no_too
             Reply("lost with its database", chunks=2, gate=gate),
             Reply("answered after the outage"),
         )
-        try:
-            settings = make_settings(database_url=proxied.geturl(), nlu_min_confidence=1)
-            async with serve(settings) as svc:
-                created = await svc.client.post("/v1/sessions", json={"user_id": CUSTOMER})
-                session_id = created.json()["id"]
-                url_messages = f"/v1/sessions/{session_id}/messages"
-                body = {"content": "我的订单一直没到，请登记", "client_message_id": "cm-back"}
-                waiting = asyncio.create_task(svc.client.post(url_messages, json=body, timeout=60))
-                await until_true(lambda: gate.reached)
-                await proxy.cut()  # the database goes away while the model writes the reply
-                gate.open()
-
-                def lost() -> bool:  # the turn met the outage the writer could not hide
-                    return any("lost its database" in r.getMessage() for r in caplog.records)
-
-                await until_true(lost, timeout_s=30)
-                await proxy.restore()
-
-                answered = await waiting
-                assert answered.status_code == 200, answered.text
-                assert answered.json()["message"]["content"] == "answered after the outage"
-                assert len(fake_llm.requests) == 3  # the reply's model call again, nothing else
-                turn_id = answered.json()["turn_id"]
-                steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
-                tools = [s for s in steps["items"] if s["action_type"] == "call_tool"]
-                assert [(s["name"], s["status"], s["attempts"]) for s in tools] == [
-                    ("create_ticket", "succeeded", 1)
-                ]
-            with contextlib.closing(sqlite3.connect(settings.demo_db_path)) as demo:
-                made = demo.execute(
-                    "SELECT COUNT(*) FROM tickets WHERE summary = ?", (summary,)
-                ).fetchone()
-            assert made == (1,)
-        finally:
-            await proxy.close()
+        settings = make_settings(database_url=proxied, nlu_min_confidence=1)
+        async with serve(settings) as svc:
+            created = await svc.client.post("/v1/sessions", json={"user_id": CUSTOMER})
+            session_id = created.json()["id"]
+            body = {"content": "我的订单一直没到，请登记", "client_message_id": "cm-back"}
+            # The database goes away while the model writes the reply, for longer than the
+            # writer's own retries: the turn meets it, waits, and goes on when it is back.
+            answered = await post_through_an_outage(
+                svc, session_id, body, proxy, gate, caplog, "lost its database"
+            )
+            assert answered.status_code == 200, answered.text
+            assert answered.json()["message"]["content"] == "answered after the outage"
+            assert len(fake_llm.requests) == 3  # the reply's model call again, nothing else
+            steps = (await svc.client.get(f"/v1/sessions/{session_id}/steps")).json()
+            tools = [s for s in steps["items"] if s["action_type"] == "call_tool"]
+            assert [(s["name"], s["status"], s["attempts"]) for s in tools] == [
+                ("create_ticket", "succeeded", 1)
+            ]
+        with contextlib.closing(sqlite3.connect(settings.demo_db_path)) as demo:
+            made = demo.execute("SELECT COUNT(*) FROM tickets WHERE summary = ?", (summary,))
+            assert made.fetchone() == (1,)
         with psycopg.connect(url, autocommit=True) as conn:
             started = conn.execute(
                 "SELECT e.data FROM events e JOIN sessions s ON s.session_key = e.session_key"
                 " WHERE s.id = %s AND e.type = 'turn.started' ORDER BY e.seq",
                 (session_id,),
             ).fetchall()
-        assert len(started) == 2 and '"resumed_from_step"' in started[1][0], (turn_id, started)
+        assert len(started) == 2 and '"resumed_from_step"' in started[1][0], started
