@@ -370,6 +370,28 @@ class DatabaseClosed(StorageError):
     code = "database_closed"
 
 
+class DatabaseUnavailable(StorageError):
+    """The database cannot be reached: its connection broke, it refuses connections, no pooled
+    connection came in time. Unlike other storage errors (a constraint, a bug) it is expected
+    to pass, so a caller may wait and try again. Only the engines' adapters raise it (each
+    knows its driver's errors), so callers tell it apart by its class.
+
+    `stored` says what became of the write that met it: False, nothing of it was stored;
+    None, nobody knows (the connection broke while its commit was under way, so it may have
+    been applied): read the database before doing it again. Reads always say False."""
+
+    code = "database_unavailable"
+
+    def __init__(
+        self,
+        message: str = "the database cannot be reached right now; try again shortly",
+        *,
+        stored: bool | None = False,
+    ) -> None:
+        super().__init__(message, retry_after_s=1)
+        self.stored = stored
+
+
 class MigrationError(StorageError):
     code = "migration_failed"
 

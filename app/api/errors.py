@@ -74,6 +74,7 @@ WIRE: dict[type[BaseException], Wire] = {
     e.Unavailable: Wire(503),
     e.UpstreamLLMError: Wire(502),
     e.CancelTimeout: Wire(504),  # the process running the turn did not end it in time
+    e.DatabaseUnavailable: Wire(503),  # away for now: retry (a message with client_message_id)
     # a turn the caller waited for failed: the turn's own code, status by how it ended
     e.TurnFailed: Wire(502),
     e.TurnTimedOut: Wire(504),

@@ -110,7 +110,19 @@ class TurnEmitter:
         self.flush()
         pending, self._pending = self._pending, []
         if pending:
-            await asyncio.gather(*pending)
+            # Every outcome is looked at (one failed write usually fails its neighbours too:
+            # the database went away); the first failure is the turn's.
+            outcomes = await asyncio.gather(*pending, return_exceptions=True)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+
+    def abandon(self) -> None:
+        """The turn ended without settling: what it still had queued is stored or not, and a
+        failure of it is no news (the turn's end says how it went)."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.add_done_callback(_seen)
 
     # -- model calls: nothing to announce (a wrapping StepRecorder records them) ---------------
 
@@ -151,3 +163,8 @@ class TurnEmitter:
         await self.emit(
             events.tool_completed(self.turn.id, call.id, call.name, result.status, result.to_dict())
         )
+
+
+def _seen(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: not "never retrieved" at garbage collection

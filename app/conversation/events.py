@@ -15,6 +15,10 @@ by fewer events than were published. Reading the log still moves a follower past
 that showed the gap: either that event is stored, or it was deleted by the transaction that
 stored the turn's final events after it. So a gap never loops, and what the log no longer
 has, those later events carry.
+
+A log that cannot be read (the database is away: `DatabaseUnavailable`) is read again after a
+pause, the follower yielding keep-alives meanwhile: a client waiting on a turn keeps waiting
+through an outage the turn itself waits out (app/conversation/manager.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Protocol
 
+from app.errors import DatabaseUnavailable
+from app.storage.outage import FIRST_PAUSE_S, MAX_PAUSE_S
 from app.storage.records import Event
 
 _QUEUE_SIZE = 1024
@@ -203,10 +209,19 @@ class Follower:
 
     async def _run(self) -> AsyncGenerator[Event | None]:
         sub = self._sub
+        pause = FIRST_PAUSE_S
         while True:
             # Catch up from the log.
             while True:
-                page = await self._log.after(self._session_id, self._last, _PAGE)
+                try:
+                    page = await self._log.after(self._session_id, self._last, _PAGE)
+                    gone = not page and not await self._log.exists(self._session_id)
+                except DatabaseUnavailable:
+                    yield None  # (a keep-alive: the stream stays open while the log is away)
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, MAX_PAUSE_S)
+                    continue
+                pause = FIRST_PAUSE_S
                 for event in page:
                     yield event
                     self._last = event.seq
@@ -214,7 +229,7 @@ class Follower:
                         return
                 if len(page) < _PAGE:
                     break
-            if not page and not await self._log.exists(self._session_id):
+            if gone:
                 return
             # Follow live events until we fall behind.
             while True:

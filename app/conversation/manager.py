@@ -7,22 +7,34 @@ With `leases` (several processes on one database), a worker runs a session's tur
 this process holds the session's lease: a message accepted here for a session another live
 process owns stays queued for that owner. Every write of the worker and its turn is fenced by
 the lease (`app.storage.fence`); a worker whose lease was taken over stops without writing.
+
+A turn whose database goes away (`DatabaseUnavailable`: a broken connection the writer could
+not hide) is finished, not failed: the worker waits for the database to answer again and
+resumes the turn in this process from what the database holds of it (the stored tool rounds;
+tool calls keep their idempotency keys, so none runs twice), within the turn's own time. A
+write whose acknowledgement was lost is read back, not redone: the turn may turn out to have
+ended already (its followers are then told again). A database that does not come back within
+the turn's time leaves the turn `interrupted` with a failed step, resumable by
+`POST .../steps/{id}/retry` or a replay of its message (`client_message_id`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from app.conversation.ownership import SessionLeases
 from app.conversation.runner import TurnRunner
-from app.errors import Fault, HermesError
+from app.errors import DatabaseUnavailable, Fault, HermesError
 from app.observability import metrics
 from app.resilience import deadline
 from app.storage import fence as fences
 from app.storage import writer
 from app.storage.fence import Fence, LeaseLost
+from app.storage.outage import when_reachable
 from app.storage.records import Turn
 from app.storage.sessions import SessionStore
 from app.storage.steps import StepStore
@@ -42,6 +54,9 @@ class _Worker:
     ended: bool = False  # the current turn's end is written: nothing left to abort
     fence: Fence | None = None  # the session's lease while this worker holds it
     lost: bool = False  # another process took the session over: write nothing more
+    # A claim's commit lost its acknowledgement: the turn it claimed may be running already.
+    unsure: bool = False
+    waiting: bool = False  # the current turn waits for its database to answer again
 
 
 class TurnManager:
@@ -97,7 +112,9 @@ class TurnManager:
         try:
             while not self._closing:
                 worker.dirty = False
-                claimed = await self._claim(session_id, worker)
+                claimed = await when_reachable(
+                    lambda: self._claim(session_id, worker), f"session {session_id}"
+                )
                 if claimed is None:
                     if worker.dirty:
                         continue
@@ -138,6 +155,25 @@ class TurnManager:
             await self._let_go(worker)
 
     async def _claim(self, session_id: str, worker: _Worker) -> Claimed | None:
+        if worker.unsure:  # the last claim may have been stored: its turn is this worker's
+            adopted = await self.turns.claimed_running(
+                session_id, None if self.leases is None else self.leases.owner
+            )
+            worker.unsure = False
+            if adopted is not None:
+                claimed, token = adopted
+                if token is not None:
+                    assert self.leases is not None
+                    self._hold(worker, session_id, Fence(session_id, self.leases.owner, token))
+                log.warning("turn %s: its claim was stored, its answer lost", claimed.turn.id)
+                return claimed
+        try:
+            return await self._claim_next(session_id, worker)
+        except DatabaseUnavailable as exc:
+            worker.unsure = exc.stored is None
+            raise
+
+    async def _claim_next(self, session_id: str, worker: _Worker) -> Claimed | None:
         answer_waits = self.steps is not None
         if self.leases is None:
             return await self.turns.claim_next(session_id, answer_waits=answer_waits)
@@ -150,15 +186,20 @@ class TurnManager:
         )
         for turn_id in owned.interrupted:
             log.warning("turn %s was interrupted: the process running it stopped", turn_id)
-        worker.fence = owned.fence
+        self._hold(worker, session_id, owned.fence)
+        return owned.claimed
+
+    def _hold(self, worker: _Worker, session_id: str, fence: Fence | None) -> None:
+        """The worker holds the session's lease under `fence` (None: it let go)."""
+        assert self.leases is not None
+        worker.fence = fence
         # This task's writes, and its turns', carry the lease from now on (or none once it
         # let go; then it ends, or takes the lease again for a message accepted meanwhile).
-        fences.current.set(owned.fence)
-        if owned.fence is None:
+        fences.current.set(fence)
+        if fence is None:
             self.leases.held.pop(session_id, None)
         else:
-            self.leases.held[session_id] = owned.fence.token
-        return owned.claimed
+            self.leases.held[session_id] = fence.token
 
     async def _let_go(self, worker: _Worker) -> None:
         """The worker ends still holding its lease (shut down, cancelled): release it, so that
@@ -218,58 +259,116 @@ class TurnManager:
         started = asyncio.get_running_loop().time()
         status = "failed"
         used = Usage()  # what the turn's model calls used: stored however the turn ends
+        stopping = False  # cancelled: end writes get one try (a shutdown must not hang on them)
         try:
             async with asyncio.timeout(self.turn_timeout_s) as limit:
                 token = deadline.bind(limit)
                 try:
-                    await self.runner.run(turn, user_id, used)
+                    status = await self._run_through_outages(turn, user_id, used, worker)
                 finally:
                     deadline.unbind(token)
-            status = "completed"
         except TimeoutError:
-            await self.turns.fail(
-                turn,
-                "turn_timeout",
-                f"the turn did not finish within {self.turn_timeout_s:g}s",
-                usage=used,
-            )
-        except Fault:
-            log.exception("turn %s failed unexpectedly", turn.id)
-            await self.turns.fail(
-                turn, "internal_error", "the turn failed; see the service logs", usage=used
-            )
-        except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
-            await self.turns.fail(turn, exc.code, exc.message, usage=used)
-        except LeaseLost:
+            if not worker.waiting:
+                why = f"the turn did not finish within {self.turn_timeout_s:g}s"
+                try:
+                    await self.turns.fail(turn, "turn_timeout", why, usage=used)
+                except DatabaseUnavailable:  # away too: what held the turn up, most likely
+                    worker.waiting = True
+            if worker.waiting:  # for a database that did not come back in time
+                await self._store_end(turn, lambda: self.turns.interrupt(turn, usage=used))
+        except LeaseLost:  # (a Fault: caught before them)
             worker.lost = True  # the new owner ends this turn; this process writes nothing more
             log.warning("turn %s stopped: its session was taken over", turn.id)
+        except Fault:
+            log.exception("turn %s failed unexpectedly", turn.id)
+            await self._store_end(turn, lambda: self._failed_unexpectedly(turn, used))
+        except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
+            code, message = exc.code, exc.message
+            await self._store_end(turn, lambda: self.turns.fail(turn, code, message, usage=used))
         except asyncio.CancelledError:
+            stopping = True
             if worker.lost:
                 raise
             if worker.abort is not None:
-                await self.turns.fail(turn, *worker.abort, usage=used)
+                await self._store_end_once(turn, self.turns.fail(turn, *worker.abort, usage=used))
                 return  # this turn is over; the worker goes on with the next one
-            if self._closing:
-                await self.turns.fail(
-                    turn,
-                    "interrupted",
-                    "the service shut down before this turn finished",
-                    usage=used,
-                )
+            if self._closing:  # resumable: a retry, or a replay of its message, goes on
+                why = "the service shut down before this turn finished"
+                await self._store_end_once(turn, self.turns.interrupt(turn, why, usage=used))
             else:
-                await self.turns.fail(turn, "cancelled", "the turn was cancelled", usage=used)
+                await self._store_end_once(
+                    turn, self.turns.fail(turn, "cancelled", "the turn was cancelled", usage=used)
+                )
             raise
         except Exception:
             log.exception("turn %s failed unexpectedly", turn.id)
-            await self.turns.fail(
-                turn, "internal_error", "the turn failed; see the service logs", usage=used
-            )
+            await self._store_end(turn, lambda: self._failed_unexpectedly(turn, used))
         finally:
             worker.ended = True
+            worker.waiting = False
             if status != "completed" and self.steps is not None and not worker.lost:
-                await self.steps.close_open(turn.id)
+                steps = self.steps
+                if stopping:
+                    await self._store_end_once(turn, steps.close_open(turn.id))
+                else:
+                    await self._store_end(turn, lambda: steps.close_open(turn.id))
             seconds = asyncio.get_running_loop().time() - started
             metrics.turn_finished(turn.tenant_id, status, seconds)
+
+    async def _run_through_outages(
+        self, turn: Turn, user_id: str, used: Usage, worker: _Worker
+    ) -> str:
+        """Run the turn; each time its database goes away, wait for it to answer again and
+        resume the turn from what the database holds of it (module docstring). The status the
+        turn ended with."""
+        while True:
+            try:
+                await self.runner.run(turn, user_id, used)
+                return "completed"
+            except DatabaseUnavailable as exc:
+                log.warning("turn %s lost its database (%s); it resumes when back", turn.id, exc)
+            worker.waiting = True
+            # The session's cached view may hold rows that were never stored: read it anew.
+            self.runner.forget(turn.session_id)
+            found = await when_reachable(
+                functools.partial(self.turns.resume_after_outage, turn), f"turn {turn.id}"
+            )
+            worker.waiting = False
+            if found is None:  # its session was deleted meanwhile
+                return "failed"
+            if found.status != "running":
+                # Its end was stored after all (a lost acknowledgement), or another hand ended
+                # it: the events of that commit were never published; followers are told now.
+                log.warning("turn %s had ended (%s) by the time it was back", turn.id, found.status)
+                await when_reachable(
+                    functools.partial(self.turns.announce_latest, turn.session_id),
+                    f"turn {turn.id}",
+                )
+                return found.status
+            log.warning("turn %s resumes from step %s", turn.id, found.resume_from_step)
+            turn = worker.current = found
+
+    async def _failed_unexpectedly(self, turn: Turn, used: Usage) -> None:
+        await self.turns.fail(
+            turn, "internal_error", "the turn failed; see the service logs", usage=used
+        )
+
+    @staticmethod
+    async def _store_end(turn: Turn, write: Callable[[], Awaitable[object]]) -> None:
+        """Store how the turn ended, waiting for the database if it is away (the turn's end is
+        what its waiting client and followers need; nothing else of the worker goes on before
+        it). A lease lost meanwhile still stops the worker (it raises)."""
+        await when_reachable(write, f"the end of turn {turn.id}")
+
+    @staticmethod
+    async def _store_end_once(turn: Turn, write: Awaitable[object]) -> None:
+        """Store how a cancelled turn ended, trying once: with the database away, the turn stays
+        running in the database, and the next start (or another process's sweep, once this
+        one's lease expires) ends it `interrupted`, resumable."""
+        try:
+            await write
+        except DatabaseUnavailable:
+            log.warning("the end of turn %s could not be stored: the database is away", turn.id)
 
     async def cancel(self, session_id: str, code: str = "cancelled", message: str = "") -> None:
         """Stop the session's worker; a running turn fails with `code` (e.g. before the

@@ -120,6 +120,7 @@ class TurnRunner:
         finally:
             # Ended early (failed, cancelled): what the turn still held is stored before the
             # turn's end is; then the next turn rebuilds the session's view from the database.
+            emitter.abandon()
             emitter.writes.release()
             self.history.release(view)  # a no-op once the completed turn kept it
 
@@ -254,7 +255,8 @@ class TurnRunner:
                 through_turn=turn.number,
                 after_pk=view.watermark,
             )
-            finished.append(Finished(fields, tx.now, added == transcript.count + 1))
+            # (Assigned, not appended: a batch run again runs this again.)
+            finished[:] = [Finished(fields, tx.now, added == transcript.count + 1)]
 
         # The turn's end carries what it still holds (the last model step, tool results).
         final = await emitter.writes.now(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.conversation.budgets import Budgets
@@ -23,6 +23,7 @@ from app.errors import (
 from app.principal import Principal
 from app.storage.events import EventStore
 from app.storage.messages import MessageStore
+from app.storage.outage import when_reachable
 from app.storage.records import Event, Message, Session, Turn
 from app.storage.sessions import Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
@@ -159,8 +160,28 @@ class ConversationService:
             raise SessionNotFound("no such session", session_id=session_id)
         if accepted.resumed:
             self.manager.forget(session_id)
-        if accepted.created:
-            self.manager.wake(session_id)
+        if not accepted.created:
+            return await self._replayed(accepted)
+        self.manager.wake(session_id)
+        return accepted
+
+    async def _replayed(self, accepted: Accepted) -> Accepted:
+        """A retried message (its `client_message_id` has a turn) is answered with that turn.
+        One still queued may have been accepted by a commit whose answer was lost, so no
+        worker was told: it is woken. One `interrupted` (the process running it stopped, or its
+        database was away longer than the turn's time) is resumed from its first failed step,
+        as a retry of that step would, when it is still the session's last turn: the client
+        retrying its message gets the reply; tool calls keep their idempotency keys, so
+        nothing done already is done again."""
+        turn = accepted.turn
+        if turn.status == "failed" and turn.error_code == "interrupted":
+            found = await self.turns.reopen_interrupted(turn)
+            if found is None:
+                return accepted
+            turn = found
+            accepted = replace(accepted, turn=turn)
+        if turn.status == "queued":
+            self.manager.wake(turn.session_id)
         return accepted
 
     async def _admit(
@@ -247,7 +268,9 @@ class ConversationService:
                     pass
             finally:
                 await events.aclose()
-        final = await self.turns.get(turn.session_id, turn.id)
+        final = await when_reachable(
+            lambda: self.turns.get(turn.session_id, turn.id), f"waiting on turn {turn.id}"
+        )
         if final is None:
             raise TurnNotFound("the turn no longer exists", turn_id=turn.id)
         if final.status != "completed" or final.assistant_message_id is None:
@@ -257,7 +280,10 @@ class ConversationService:
                 turn_id=final.id,
                 session_id=final.session_id,
             )
-        message = await self.messages.get(final.assistant_message_id)
+        message_id = final.assistant_message_id
+        message = await when_reachable(
+            lambda: self.messages.get(message_id), f"waiting on turn {turn.id}"
+        )
         assert message is not None
         return final, message
 

@@ -35,16 +35,24 @@ class Transcript:
         self._writes = writes
         self._turn = turn
         self._redactor = redactor
-        self.written: list[Message] = []  # filled on the writer thread, as the rows go in
+        # The rows stored, by their place in the transcript: filled on the writer thread as
+        # they go in, by place so that a batch the writer runs again (a conflict, a connection
+        # lost before its commit) leaves each row once.
+        self._written: dict[int, Message] = {}
         self.count = 0
         self.steps: list[dict[str, Any]] = []
         self.results: list[tuple[RequestedToolCall, ToolResult]] = []
 
+    @property
+    def written(self) -> list[Message]:
+        """The rows stored so far, in transcript order."""
+        return [self._written[place] for place in sorted(self._written)]
+
     def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
-        turn, written = self._turn, self.written
+        turn, written, place = self._turn, self._written, self.count
         self._writes.hold(
-            lambda tx: written.append(
-                turn_message(tx, turn, role, content, token_estimate, **extra)
+            lambda tx: written.__setitem__(
+                place, turn_message(tx, turn, role, content, token_estimate, **extra)
             )
         )
         self.count += 1

@@ -24,7 +24,7 @@ from typing import Any
 
 import aiosqlite
 
-from app.errors import DatabaseClosed
+from app.errors import DatabaseClosed, DatabaseUnavailable
 from app.storage.migrations import apply_migrations
 from app.storage.port import DbCounts, Dialect
 from app.storage.writer import BatchWriter
@@ -58,6 +58,25 @@ class _CountingConnection(sqlite3.Connection):
 
 
 _AUTO_VACUUM_INCREMENTAL = 2
+# Primary result codes that say the file itself can't be used now (an I/O error, a file that
+# can't be opened: a disk or mount gone away), not that a statement was wrong.
+_SQLITE_IOERR, _SQLITE_CANTOPEN = 10, 14
+
+
+def file_unusable(exc: BaseException) -> bool:
+    """SQLite's "the database cannot be reached": what a caller may wait out."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.Error)
+        and code is not None
+        and code & 0xFF
+        in (
+            _SQLITE_IOERR,
+            _SQLITE_CANTOPEN,
+        )
+    )
+
+
 _TRUNCATE_BUSY_MS = 20  # how long a truncating checkpoint may hold new writers back
 
 
@@ -193,6 +212,9 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
     def _in_transaction(self, conn: Any) -> bool:
         return bool(conn.in_transaction)
 
+    def _unavailable(self, exc: BaseException) -> bool:
+        return file_unusable(exc)
+
     def counts(self) -> DbCounts:
         conns = self._connections()
         return DbCounts(
@@ -216,7 +238,12 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         self._reads += 1
-        rows: Iterable[sqlite3.Row] = await self._reader().execute_fetchall(sql, params)
+        try:
+            rows: Iterable[sqlite3.Row] = await self._reader().execute_fetchall(sql, params)
+        except sqlite3.Error as exc:
+            if file_unusable(exc):
+                raise DatabaseUnavailable() from exc
+            raise
         return list(rows)
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:

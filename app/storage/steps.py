@@ -16,6 +16,7 @@ from app.storage.tx import Store, Tx
 ActionType = Literal["call_tool", "generate_response", "ask_user", "wait_for_event", "batch"]
 StepStatus = Literal["queued", "running", "succeeded", "failed", "timed_out", "stuck", "skipped"]
 OPEN = ("queued", "running")
+RETRYABLE = ("failed", "timed_out", "stuck")  # a turn may be resumed from a step ended so
 _JSON = ("input_context", "expected_output_schema", "result", "error", "validation")
 
 
@@ -291,6 +292,37 @@ def close_open_steps(
     for (step_id,) in rows:
         _set(tx, step_id, status=status, finished_at=tx.now, error=error)
     return len(rows)
+
+
+def fail_for_resume(tx: Tx, turn: TurnRef, number: int, error: dict[str, Any]) -> str:
+    """The turn (number `number` of its session) stopped before it finished and may be
+    resumed: what it left queued or running fails with `error`; the id of the step to resume
+    it from (its first such step).
+
+    A turn that stopped between steps (its model answered, the answer's write was lost) has
+    none open: its next model call is the step that must run again, so that step (the key
+    the resumed turn's next model call uses, `model:<tool rounds so far>`) is marked failed,
+    and `POST .../steps/{id}/retry` has a step to resume from."""
+    first = tx.one(
+        "SELECT id FROM steps WHERE turn_id = ? AND status IN ('queued', 'running')"
+        " AND action_type IN ('call_tool', 'generate_response') ORDER BY seq LIMIT 1",
+        (turn.turn_id,),
+    )
+    close_open_steps(tx, turn.turn_id, "failed", error)
+    if first is not None:
+        return str(first[0])
+    (rounds,) = tx.one(
+        "SELECT COUNT(*) FROM messages WHERE session_id = ? AND turn_number = ?"
+        " AND turn_id = ? AND role = 'assistant' AND tool_calls IS NOT NULL",
+        (turn.session_id, number, turn.turn_id),
+    ) or (0,)
+    queued, _ = enqueue_steps(
+        tx,
+        turn,
+        [NewStep(key=f"model:{rounds}", action_type="generate_response", name="model")],
+        max_depth=1_000_000,  # a marker of what stopped, not work queued: never refused
+    )
+    return _set(tx, queued[0].id, status="failed", finished_at=tx.now, error=error).id
 
 
 class StepStore(Store):

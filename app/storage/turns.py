@@ -12,10 +12,10 @@ from typing import Any, Literal
 from app import events
 from app.errors import QueueFull, SessionBusy
 from app.storage import approvals, leases, steps
-from app.storage.events import drop_superseded
+from app.storage.events import SELECT_EVENTS, drop_superseded
 from app.storage.fence import Fence
 from app.storage.messages import insert_message
-from app.storage.records import Message, Turn, dumps, new_id
+from app.storage.records import Event, Message, Turn, dumps, new_id
 from app.storage.sessions import find_session
 from app.storage.tx import Store, Tx
 from app.storage.usage import SESSION_USAGE, Usage, add_tenant_usage
@@ -65,6 +65,10 @@ class Owned:
 
 
 INTERRUPTED = "the process running this turn stopped before it finished"
+# A turn whose database went away (app/conversation/manager.py): resumed in place once the
+# database answers again, or ended `interrupted` when it does not come back in time.
+OUTAGE = "the database could not be reached while this turn ran"
+UNREACHABLE = "the database could not be reached in time; resume the turn with its failed step"
 
 
 def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[str]:
@@ -77,16 +81,44 @@ def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[s
             "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
         ).fetchall()
     for row in rows:
-        turn = Turn.from_row(row)
-        tx.execute(
-            "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
-            " error_message = ?, finished_at = ? WHERE id = ?",
-            (why, tx.now, turn.id),
-        )
-        steps.close_open_steps(tx, turn.id, "failed", {"code": "interrupted", "message": why})
-        approvals.expire_pending_of_turn(tx, turn.id, why)
-        _announce_failure(tx, turn, "interrupted", why)
+        _interrupt(tx, Turn.from_row(row), why, {"code": "interrupted", "message": why})
     return [row["id"] for row in rows]
+
+
+def _interrupt(tx: Tx, turn: Turn, why: str, step_error: dict[str, Any]) -> bool:
+    """End a running turn as `interrupted`, resumable: its open steps (or, between steps, its
+    next model call) fail with `step_error`, so `POST .../steps/{id}/retry` and a replay of
+    its `client_message_id` can resume it. False when it was not running."""
+    cur = tx.execute(
+        "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
+        " error_message = ?, finished_at = ? WHERE id = ? AND status = 'running'",
+        (why, tx.now, turn.id),
+    )
+    if cur.rowcount == 0:
+        return False
+    steps.fail_for_resume(tx, _ref(turn), turn.number, step_error)
+    approvals.expire_pending_of_turn(tx, turn.id, why)
+    _announce_failure(tx, turn, "interrupted", why)
+    return True
+
+
+def _charge_ended(tx: Tx, turn: Turn, usage: Usage | None) -> None:
+    """A turn ended without completing: its session was active now, and what its model calls
+    used counts for the session and the tenant."""
+    used = usage or Usage()
+    tx.execute(
+        f"UPDATE sessions SET last_activity_at = ?, updated_at = ?, {SESSION_USAGE} WHERE id = ?",
+        (tx.now, tx.now, used.tokens, used.cost, turn.session_id),
+    )
+    add_tenant_usage(tx, turn.tenant_id, used)
+
+
+def _ref(turn: Turn) -> steps.TurnRef:
+    return steps.TurnRef(turn.tenant_id, turn.session_id, turn.id)
+
+
+def _outage_step_error() -> dict[str, Any]:
+    return {"code": "database_unavailable", "message": OUTAGE}
 
 
 def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
@@ -144,6 +176,32 @@ def turn_message(
         token_estimate=token_estimate,
         **extra,
     )
+
+
+def _reopen(tx: Tx, turn: Turn, step_id: str) -> Turn | None:
+    """Queue the failed `turn` again, to resume from `step_id` (see `TurnStore.reopen`)."""
+    busy = tx.one(
+        "SELECT 1 FROM turns WHERE session_id = ? AND status IN ('queued', 'running')",
+        (turn.session_id,),
+    )
+    current = _turn(tx, turn.id)
+    if busy is not None or current.status != "failed":
+        return None
+    (last_seq,) = tx.one(
+        "SELECT last_event_seq FROM sessions WHERE id = ?", (turn.session_id,)
+    ) or (0,)
+    tx.execute(
+        "UPDATE turns SET status = 'queued', error_code = NULL, error_message = NULL,"
+        " finished_at = NULL, resume_from_step = ?, accepted_seq = ?,"
+        " cancel_requested_at = NULL WHERE id = ?",
+        (step_id, last_seq, turn.id),
+    )
+    tx.execute(
+        "UPDATE sessions SET status = 'active', archived_at = NULL, last_activity_at = ?"
+        " WHERE id = ?",
+        (tx.now, turn.session_id),
+    )
+    return _turn(tx, turn.id)
 
 
 def _announce_failure(tx: Tx, turn: Turn, code: str, message: str) -> None:
@@ -336,7 +394,25 @@ class TurnStore(Store):
             return Owned(claimed, held, interrupted)
 
         return await self.transact(claim)
-        return await self.transact(claim)
+
+    async def claimed_running(
+        self, session_id: str, owner: str | None
+    ) -> tuple[Claimed, int | None] | None:
+        """After a claim whose commit lost its acknowledgement: the turn it claimed, if it was
+        stored (the session's running turn, under `owner`'s lease when leases are used), with
+        the lease's token. Nothing of that turn ran yet: its worker runs it from the start."""
+        row = await self.db.fetchone(
+            "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+        )
+        held = await self.db.fetchone(
+            "SELECT s.user_id, l.owner, l.token FROM sessions s"
+            " LEFT JOIN session_leases l ON l.session_id = s.id WHERE s.id = ?",
+            (session_id,),
+        )
+        if row is None or held is None or (owner is not None and held["owner"] != owner):
+            return None
+        claimed = Claimed(Turn.from_row(row), str(held["user_id"]), more=True)
+        return claimed, None if owner is None else int(held["token"])
 
     async def complete(
         self,
@@ -408,16 +484,88 @@ class TurnStore(Store):
             )
             if cur.rowcount == 0:
                 return  # already finished (or the session was deleted)
-            used = usage or Usage()
-            tx.execute(
-                f"UPDATE sessions SET last_activity_at = ?, updated_at = ?, {SESSION_USAGE}"
-                " WHERE id = ?",
-                (tx.now, tx.now, used.tokens, used.cost, turn.session_id),
-            )
-            add_tenant_usage(tx, turn.tenant_id, used)
+            _charge_ended(tx, turn, usage)
             _announce_failure(tx, turn, code, message)
 
         await self.transact(fail)
+
+    async def resume_after_outage(self, turn: Turn) -> Turn | None:
+        """The turn's database connection broke and the database answers again: the turn as
+        the database has it, ready to run again from what it stored (`resume_from_step` set,
+        its open steps failed, `turn.started` announcing the resumption); or, when its end is
+        stored already (the commit whose acknowledgement was lost) or someone else ended it,
+        the turn as it ended. None when it is gone (its session was deleted)."""
+
+        def resume(tx: Tx) -> Turn | None:
+            row = tx.one("SELECT * FROM turns WHERE id = ?", (turn.id,))
+            if row is None or row["status"] != "running":
+                return None if row is None else Turn.from_row(row)
+            step_id = steps.fail_for_resume(tx, _ref(turn), turn.number, _outage_step_error())
+            approvals.expire_pending_of_turn(tx, turn.id, OUTAGE)
+            resumed = tx.one(
+                "UPDATE turns SET resume_from_step = ? WHERE id = ? RETURNING *",
+                (step_id, turn.id),
+            )
+            assert resumed is not None
+            tx.emit(
+                turn.session_id,
+                turn.tenant_id,
+                *events.turn_started(turn.id, turn.user_message_id, step_id),
+            )
+            return Turn.from_row(resumed)
+
+        return await self.transact(resume)
+
+    async def interrupt(
+        self, turn: Turn, why: str = UNREACHABLE, *, usage: Usage | None = None
+    ) -> None:
+        """End a running turn `interrupted`, resumable from its failed step: its database did
+        not come back within the turn's time (the default `why`), or the service shuts down
+        under it. What its model calls used still counts."""
+        step_error = (
+            _outage_step_error() if why == UNREACHABLE else {"code": "interrupted", "message": why}
+        )
+
+        def interrupt(tx: Tx) -> None:
+            if _interrupt(tx, turn, why, step_error):
+                _charge_ended(tx, turn, usage)
+
+        await self.transact(interrupt)
+
+    async def reopen_interrupted(self, turn: Turn) -> Turn | None:
+        """A replay of an interrupted turn's message (its `client_message_id`): queue the turn
+        again from its first failed step, as `POST .../steps/{id}/retry` would, when it is
+        still its session's last turn and nothing else runs there. The turn as it is then
+        (queued again, already resumed by someone else, or still failed: not resumable);
+        None when it is gone."""
+
+        def reopen(tx: Tx) -> Turn | None:
+            row = tx.one("SELECT * FROM turns WHERE id = ?", (turn.id,))
+            if row is None:
+                return None
+            current = Turn.from_row(row)
+            if current.status != "failed" or current.error_code != "interrupted":
+                return current
+            last = tx.one("SELECT turn_count FROM sessions WHERE id = ?", (turn.session_id,))
+            step = tx.one(
+                "SELECT id FROM steps WHERE turn_id = ? AND status IN"
+                f" ({', '.join('?' * len(steps.RETRYABLE))})"
+                " AND action_type NOT IN ('ask_user', 'wait_for_event') ORDER BY seq LIMIT 1",
+                (turn.id, *steps.RETRYABLE),
+            )
+            if last is None or last[0] != current.number or step is None:
+                return current
+            return _reopen(tx, current, str(step[0])) or current
+
+        return await self.transact(reopen)
+
+    async def announce_latest(self, session_id: str) -> None:
+        """Publish the session's last stored event again: a follower that missed events (their
+        commit's acknowledgement was lost, so they were never published) sees the gap and
+        reads them from the log; one that has it drops it (it has seen that sequence)."""
+        row = await self.db.fetchone(f"{SELECT_EVENTS} ORDER BY e.seq DESC LIMIT 1", (session_id,))
+        if row is not None and self._publish is not None:
+            self._publish([Event.from_row(row)])
 
     async def fail_interrupted(self) -> list[str]:
         """At start-up: turns a previous process left running can't be finished; say so.
@@ -452,31 +600,7 @@ class TurnStore(Store):
         """Queue a failed turn again, to resume from `step_id`; None if the session is busy or
         the turn is no longer the failed last turn of its session."""
 
-        def reopen(tx: Tx) -> Turn | None:
-            busy = tx.one(
-                "SELECT 1 FROM turns WHERE session_id = ? AND status IN ('queued', 'running')",
-                (turn.session_id,),
-            )
-            current = _turn(tx, turn.id)
-            if busy is not None or current.status != "failed":
-                return None
-            (last_seq,) = tx.one(
-                "SELECT last_event_seq FROM sessions WHERE id = ?", (turn.session_id,)
-            ) or (0,)
-            tx.execute(
-                "UPDATE turns SET status = 'queued', error_code = NULL, error_message = NULL,"
-                " finished_at = NULL, resume_from_step = ?, accepted_seq = ?,"
-                " cancel_requested_at = NULL WHERE id = ?",
-                (step_id, last_seq, turn.id),
-            )
-            tx.execute(
-                "UPDATE sessions SET status = 'active', archived_at = NULL, last_activity_at = ?"
-                " WHERE id = ?",
-                (tx.now, turn.session_id),
-            )
-            return _turn(tx, turn.id)
-
-        return await self.transact(reopen)
+        return await self.transact(lambda tx: _reopen(tx, turn, step_id))
 
     async def by_client_message_id(
         self, tenant_id: str, session_id: str, client_message_id: str

@@ -18,6 +18,7 @@ from app.events import EventType, at_rest
 from app.storage import fence as fences
 from app.storage.port import Connection, Cursor, Database, Dialect, dialect_of, note_event
 from app.storage.records import Event, dumps
+from app.storage.writer import shielded
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -203,8 +204,8 @@ class TurnWrites:
         return self._store.transact_nowait(carried)
 
     async def now(self, fn: Callable[[Tx], T]) -> T:
-        # shield: a cancelled turn must not make the write look failed; it still commits.
-        result, _events = await asyncio.shield(self.send(fn))
+        # (shielded: a cancelled turn must not make the write look failed; it still commits.)
+        result, _events = await shielded(self.send(fn))
         return result
 
     def release(self) -> None:

@@ -18,6 +18,15 @@ writer at a time anyway).
 An engine that reports conflicts between writers (PostgreSQL: a deadlock with another process,
 a serialisation failure) gets the whole batch run again from the start, a few times; jobs are
 functions of the connection only, so running one again is safe.
+
+A connection that breaks (the engine says which errors mean that: `_unavailable`) is told apart
+by *when* it broke. Before the batch's COMMIT was sent, nothing of the batch can have been
+applied: the batch runs again on a new connection, a few times within about a second, and only
+if the database still cannot be reached does every job fail with `DatabaseUnavailable`
+(`stored=False`). During the COMMIT, the batch may or may not have been applied (the
+acknowledgement is what was lost): it is never run again blindly; every job fails with
+`DatabaseUnavailable(stored=None)`, and whoever wrote it reads the database to learn what is
+there (a turn resumes from what its rows say: app/conversation/manager.py).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from app.errors import DatabaseClosed
+from app.errors import DatabaseClosed, DatabaseUnavailable, InternalError
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +51,9 @@ T = TypeVar("T")
 C = TypeVar("C")  # the engine's writer connection
 _MAX_BATCH = 512
 _MAX_ATTEMPTS = 5
+# Pauses before running a batch again on a new connection, after its connection broke before
+# the commit: a connection killed under an idle writer costs the first, immediate one.
+_RECONNECT_PAUSES_S = (0.0, 0.1, 0.25, 0.6)
 
 # The key that picks a write's lane: the session a task writes for (set by the session's
 # worker and by requests naming a session; the tasks they start inherit it).
@@ -68,6 +80,21 @@ class _Job(Generic[T]):
 Outcome = tuple[_Job[Any], Any, BaseException | None]
 
 
+class _Lost(InternalError):
+    """The connection broke before the batch's COMMIT was sent: nothing of it was applied."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def unavailable_error(cause: BaseException, *, stored: bool | None) -> DatabaseUnavailable:
+    """The `DatabaseUnavailable` a job fails with, the driver's error as its cause."""
+    error = DatabaseUnavailable(stored=stored)
+    error.__cause__ = cause
+    return error
+
+
 class Lane:
     """One writer thread, its connection, its queue and what went through it. Its counters
     are only ever bumped by its own thread, so counting costs no lock."""
@@ -80,6 +107,7 @@ class Lane:
         self.commits = 0
         self.jobs_run = 0
         self.retries = 0
+        self.reconnects = 0  # batches run again on a new connection after theirs broke
         self.busy_s = 0.0
 
 
@@ -114,6 +142,11 @@ class BatchWriter(Generic[C]):
         return sum(lane.retries for lane in self._lanes)
 
     @property
+    def reconnects(self) -> int:
+        """Batches run again on a new connection because theirs broke before the commit."""
+        return sum(lane.reconnects for lane in self._lanes)
+
+    @property
     def busy_s(self) -> float:
         """Time the writer threads spent running batches, summed: near lanes x wall time
         means writes queue up."""
@@ -138,8 +171,18 @@ class BatchWriter(Generic[C]):
         """The connection to run the next batch on (an engine may reconnect a lost one)."""
         return conn
 
+    def _reconnect(self, conn: Any) -> Any:
+        """A new connection in place of `conn`, which broke (an engine that can't reconnect
+        gives `conn` back: the batch is tried on it again)."""
+        return conn
+
     def _retryable(self, exc: BaseException) -> bool:
         """True for errors that mean "another writer got in the way: run the batch again"."""
+        return False
+
+    def _unavailable(self, exc: BaseException) -> bool:
+        """True for errors that mean "the database cannot be reached": the connection broke,
+        the server is going away (not a constraint, not a bug in a job)."""
         return False
 
     def _begin(self, conn: Any, *, isolated: bool) -> None:
@@ -202,8 +245,7 @@ class BatchWriter(Generic[C]):
         fn: Callable[[C], T],
         on_commit: Callable[[T], None] | None = None,
     ) -> T:
-        # shield: a cancelled caller must not make the job look failed; it still commits.
-        return await asyncio.shield(self.submit(fn, on_commit))
+        return await shielded(self.submit(fn, on_commit))
 
     def _writer_main(self, one: Lane, ready: asyncio.Future[None]) -> None:
         loop = self._loop
@@ -231,13 +273,7 @@ class BatchWriter(Generic[C]):
                         break
                     batch.append(more)
                 started = time.perf_counter()
-                try:
-                    one.conn = self._usable(one.conn)
-                except Exception as exc:
-                    log.error("the database cannot be reached: %s", exc)
-                    outcomes: list[Outcome] = [(j, None, exc) for j in batch]
-                else:
-                    outcomes = self._run_batch(one, batch)
+                outcomes = self._run_batch(one, batch)
                 one.busy_s += time.perf_counter() - started
                 loop.call_soon_threadsafe(_deliver, outcomes)
                 if stop:
@@ -246,23 +282,62 @@ class BatchWriter(Generic[C]):
             self._close_connection(one.conn)
 
     def _run_batch(self, one: Lane, batch: list[_Job[Any]]) -> list[Outcome]:
-        conn = one.conn
-        for attempt in range(1, _MAX_ATTEMPTS + 1):
+        attempt = 0
+        pauses = iter(_RECONNECT_PAUSES_S)
+        while True:
+            attempt += 1
             try:
-                outcomes = self._attempt(one, batch, last=attempt == _MAX_ATTEMPTS)
-            except Exception as exc:  # transaction control itself failed: nothing committed
-                log.exception("write batch of %d jobs failed outside its jobs", len(batch))
-                try:
-                    if self._in_transaction(conn):
-                        self._control(conn, "ROLLBACK")
-                except Exception:
-                    log.exception("rollback after a failed batch failed too")
-                return [(job, None, exc) for job in batch]
+                one.conn = self._usable(one.conn)
+                outcomes = self._attempt(one, batch, last=attempt >= _MAX_ATTEMPTS)
+            except Exception as exc:
+                lost = self._lost(exc)
+                if lost is None:  # transaction control itself failed: nothing committed
+                    log.exception("write batch of %d jobs failed outside its jobs", len(batch))
+                    try:
+                        if self._in_transaction(one.conn):
+                            self._control(one.conn, "ROLLBACK")
+                    except Exception:
+                        log.exception("rollback after a failed batch failed too")
+                    return [(job, None, exc) for job in batch]
+                pause = next(pauses, None)
+                if pause is None:
+                    log.error("the database cannot be reached: %s", lost.cause)
+                    unreachable = unavailable_error(lost.cause, stored=False)
+                    return [(job, None, unreachable) for job in batch]
+                log.warning(
+                    "the database connection broke before a batch of %d jobs committed;"
+                    " running it again on a new connection: %s",
+                    len(batch),
+                    lost.cause,
+                )
+                self._fresh_connection(one, pause)
+                continue
             if outcomes is not None:
                 return outcomes
             one.retries += 1
             log.info("write batch of %d jobs met a conflict; attempt %d", len(batch), attempt)
-        raise AssertionError("unreachable: the last attempt never retries")
+
+    def _fresh_connection(self, one: Lane, pause_s: float) -> None:
+        """After `pause_s`, a new connection for the lane (its old one broke); one that can't be
+        had leaves the old one, and the batch's next try fails on it (it is lost again)."""
+        try:
+            if self._in_transaction(one.conn):
+                self._control(one.conn, "ROLLBACK")
+        except Exception:
+            log.debug("rollback on a broken connection failed", exc_info=True)
+        if pause_s:
+            time.sleep(pause_s)
+        try:
+            one.conn = self._reconnect(one.conn)
+        except Exception as exc:
+            log.warning("could not reconnect to the database: %s", exc)
+        one.reconnects += 1
+
+    def _lost(self, exc: BaseException) -> _Lost | None:
+        """`exc`, met before the COMMIT was sent, as a broken connection (None: it isn't one)."""
+        if isinstance(exc, _Lost):
+            return exc
+        return _Lost(exc) if self._unavailable(exc) else None
 
     def _attempt(self, one: Lane, batch: list[_Job[Any]], *, last: bool) -> list[Outcome] | None:
         """The batch's outcomes, or None: it met a conflict, nothing committed, run it again.
@@ -275,6 +350,8 @@ class BatchWriter(Generic[C]):
         try:
             self._begin(conn, isolated=False)
         except Exception as exc:
+            if (lost := self._lost(exc)) is not None:
+                raise lost from exc
             return [(job, None, exc) for job in batch]
         one.jobs_run += len(batch)
         outcomes: list[Outcome] = []
@@ -282,6 +359,8 @@ class BatchWriter(Generic[C]):
             try:
                 result = job.fn(conn)
             except BaseException as exc:
+                if (lost := self._lost(exc)) is not None:
+                    raise lost from exc
                 self._control(conn, "ROLLBACK")
                 if not last and self._retryable(exc):
                     return None
@@ -297,6 +376,8 @@ class BatchWriter(Generic[C]):
         try:
             self._begin(conn, isolated=True)
         except Exception as exc:
+            if (lost := self._lost(exc)) is not None:
+                raise lost from exc
             return [(job, None, exc) for job in batch]
         outcomes: list[Outcome] = []
         for job in batch:
@@ -304,6 +385,8 @@ class BatchWriter(Generic[C]):
             try:
                 result = job.fn(conn)
             except BaseException as exc:
+                if (lost := self._lost(exc)) is not None:
+                    raise lost from exc
                 if not last and self._retryable(exc):
                     self._control(conn, "ROLLBACK")
                     return None
@@ -332,6 +415,17 @@ class BatchWriter(Generic[C]):
             self._control(conn, "COMMIT")
             one.commits += 1
         except Exception as exc:
+            if self._unavailable(exc):
+                # The acknowledgement is what broke: the batch may be stored. Never run it
+                # again blind; its writers read the database to know (module docstring).
+                log.error(
+                    "the database connection broke while a batch of %d jobs committed;"
+                    " it may or may not be stored: %s",
+                    len(batch),
+                    exc,
+                )
+                unknown = unavailable_error(exc, stored=None)
+                return [(job, None, unknown) for job in batch]
             if self._in_transaction(conn):
                 self._control(conn, "ROLLBACK")
             if not last and self._retryable(exc):
@@ -345,6 +439,22 @@ class BatchWriter(Generic[C]):
     def _control(self, conn: Any, sql: str) -> None:
         conn.control += 1  # transaction control, counted apart from the jobs' statements
         conn.execute(sql)
+
+
+async def shielded(write: asyncio.Future[T]) -> T:
+    """Wait for a submitted write; a cancelled caller must not make the job look failed (it
+    still commits). If it fails after its caller left, the failure is logged, not left for
+    garbage collection to complain of."""
+    try:
+        return await asyncio.shield(write)
+    except asyncio.CancelledError:
+        write.add_done_callback(_left_behind)
+        raise
+
+
+def _left_behind(write: asyncio.Future[Any]) -> None:
+    if not write.cancelled() and write.exception() is not None:
+        log.warning("a write whose caller was cancelled failed: %s", write.exception())
 
 
 def _succeed(ready: asyncio.Future[None]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.errors import ApprovalClosed, ApprovalNotFound
+from app.errors import ApprovalClosed, ApprovalNotFound, DatabaseUnavailable
 from app.principal import Principal
 from app.storage.approvals import Approval, ApprovalNotPending, ApprovalStore
 from app.tools.context import TurnScope
@@ -92,7 +92,10 @@ class ApprovalBroker:
             try:
                 return await asyncio.wait_for(asyncio.shield(waiter), min(left, self.recheck_s))
             except TimeoutError:
-                stored = await self.store.get(approval.id)
+                try:
+                    stored = await self.store.get(approval.id)
+                except DatabaseUnavailable:  # this look is a courtesy: look again next time
+                    continue
                 if stored is not None and stored.status != "pending":
                     return stored
 

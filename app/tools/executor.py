@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.demo.services import DemoServices
+from app.errors import DatabaseUnavailable
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
 from app.storage.confirmations import Confirmation, ConfirmationStore
+from app.storage.fence import LeaseLost
 from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
 from app.tools.approvals import ApprovalBroker
@@ -161,8 +163,8 @@ class TurnTools:
         spec = tool.spec if tool is not None else None
         try:
             raw = await self._execute(call, tool)
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, DatabaseUnavailable, LeaseLost):
+            raise  # the turn's own storage went away, or another process owns it: not the tool's
         except Exception:  # a bug in Hermes itself must not take the turn down
             log.exception("tool call %s (%s) crashed the executor", call.id, call.name)
             raw = ToolResult.fail("internal_error", f"{call.name} could not be run")

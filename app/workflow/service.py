@@ -5,12 +5,10 @@ from __future__ import annotations
 from app.errors import Conflict, StepNotFound, StepNotRetryable
 from app.principal import Principal
 from app.storage.records import Turn
-from app.storage.steps import Step, StepStore
+from app.storage.steps import RETRYABLE, Step, StepStore
 from app.storage.turns import TurnStore
 from app.workflow.ports import SessionLookup, TurnControl
 from app.workflow.traces import whole
-
-RETRYABLE = ("failed", "timed_out", "stuck")
 
 
 class StepService:

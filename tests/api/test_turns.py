@@ -9,6 +9,10 @@ from typing import Any
 
 from app.conversation.loop import MAX_ROUNDS_REPLY
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply, ToolCall, ToolCalls
+from app.principal import LOCAL
+from app.settings import Settings
+from app.storage.sessions import SessionStore
+from app.storage.turns import TurnStore
 from app.testing import LiveService, serve, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session
@@ -153,6 +157,56 @@ async def test_retry_with_client_message_id_runs_nothing_twice(
     assert len(fake_llm.requests) == 1
     messages = (await service.client.get(f"/v1/sessions/{session_id}/messages")).json()["items"]
     assert len(messages) == 2
+
+
+async def test_a_replayed_message_of_an_interrupted_turn_resumes_it(
+    settings: Settings, open_db: Any, fake_llm: FakeLLMServer
+) -> None:
+    # A process claimed the turn and stopped (or its database went away for longer than the
+    # turn's time) before anything of it ran: the service ends it `interrupted` at start-up,
+    # with a failed step to resume from, though none was open.
+    db = await open_db("hermes.db")
+    session = await SessionStore(db).create(LOCAL.tenant_id, "u1", {})
+    accepted = await TurnStore(db).accept(
+        tenant_id=LOCAL.tenant_id,
+        session_id=session.id,
+        content="hello",
+        token_estimate=1,
+        client_message_id="cm-1",
+        policy="reject",
+        max_queued=10,
+    )
+    assert accepted is not None and await TurnStore(db).claim_next(session.id) is not None
+    await db.close()
+    fake_llm.enqueue(Reply("the answer after all"))
+    async with serve(settings) as svc:
+        turn_id = accepted.turn.id
+
+        async def interrupted() -> bool:
+            turn = await svc.runtime.conversation.turns.get(session.id, turn_id)
+            return turn is not None and turn.error_code == "interrupted"
+
+        deadline = asyncio.get_running_loop().time() + 20
+        while not await interrupted():  # (PostgreSQL: the lease sweep ends it, not start-up)
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.02)
+        steps = (await svc.client.get(f"/v1/sessions/{session.id}/steps")).json()["items"]
+        assert [(s["action_type"], s["status"]) for s in steps] == [("generate_response", "failed")]
+
+        # The customer's frontend sends the message again: the turn resumes, the reply comes.
+        again = await post(svc, session.id, "hello", client_message_id="cm-1")
+        assert again.status_code == 200, again.text
+        assert again.json()["turn_id"] == turn_id
+        assert again.json()["message"]["content"] == "the answer after all"
+        assert again.headers.get("idempotent-replayed") == "true"
+        steps = (await svc.client.get(f"/v1/sessions/{session.id}/steps")).json()["items"]
+        assert [(s["action_type"], s["status"]) for s in steps] == [
+            ("generate_response", "succeeded")
+        ]
+        # Once it has an answer, a replay is answered with it (nothing runs again).
+        replayed = await post(svc, session.id, "hello", client_message_id="cm-1")
+        assert replayed.json()["message"]["content"] == "the answer after all"
+        assert len(fake_llm.requests) == 1
 
 
 async def test_retry_while_the_turn_is_still_running(

@@ -205,6 +205,39 @@ async def test_an_owner_that_lost_its_lease_mid_turn_writes_nothing_more(
         assert [m.role for m in messages] == ["user"]
 
 
+async def test_a_turn_whose_lease_is_taken_mid_turn_stops_as_taken_over_not_as_a_fault(
+    make_settings: Any, fake_llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (LeaseLost is a Fault: a handler for faults written before its own took it for a bug.)
+    fake_llm.enqueue(Reply("the stale owner's answer", delay=1.5), model="model-a")
+    async with two_services(make_settings) as (a, b):
+        session_id = await new_session(a)
+        running = asyncio.create_task(post_first_event(a.client, session_id, "one"))
+        await until(lambda: _running_on(a, session_id))
+        _, turn_id, _ = await running
+        # A stops renewing this lease without noticing (it looks hung to B), so A's turn is
+        # still running when B takes over: its next write meets the lost lease itself.
+        leases = a.runtime.manager.leases
+        assert leases is not None
+        leases.held.pop(session_id)
+        await a.runtime.conversation.turns.transact(
+            lambda tx: tx.execute(
+                "UPDATE session_leases SET expires_at = 0 WHERE session_id = ?", (session_id,)
+            )
+        )
+        caplog.set_level("WARNING", logger="app.conversation.manager")
+
+        turn = await finished(b.runtime, session_id, str(turn_id))
+        assert (turn.status, turn.error_code) == ("failed", "interrupted")
+        await until(lambda: _idle(a, session_id))
+
+        said = [r.getMessage() for r in caplog.records if r.name == "app.conversation.manager"]
+        assert f"turn {turn_id} stopped: its session was taken over" in said, said
+        assert not [line for line in said if "failed unexpectedly" in line], said
+        messages, _ = await b.runtime.conversation.messages.page(LOCAL.tenant_id, session_id)
+        assert [m.role for m in messages] == ["user"]
+
+
 async def _idle(service: LiveService, session_id: str) -> bool:
     return service.runtime.manager.running(session_id) is None
 

@@ -104,3 +104,21 @@ async def test_the_wal_is_cut_back_under_its_cap(tmp_path: Path) -> None:
         # and does, once it is gone.
         assert await db.checkpoint() == 0
         assert wal.stat().st_size == 0
+
+
+def test_only_a_file_that_cannot_be_used_counts_as_the_database_unavailable() -> None:
+    import sqlite3
+
+    from app.storage.sqlite import file_unusable
+
+    def error(kind: type[sqlite3.Error], code: int) -> sqlite3.Error:
+        exc = kind("from the driver")
+        exc.sqlite_errorcode = code  # type: ignore[attr-defined]
+        return exc
+
+    assert file_unusable(error(sqlite3.OperationalError, 10))  # SQLITE_IOERR
+    assert file_unusable(error(sqlite3.OperationalError, 10 | (4 << 8)))  # IOERR_SHORT_READ
+    assert file_unusable(error(sqlite3.OperationalError, 14))  # SQLITE_CANTOPEN
+    assert not file_unusable(error(sqlite3.OperationalError, 5))  # SQLITE_BUSY: it waits
+    assert not file_unusable(error(sqlite3.IntegrityError, 19))  # a constraint: a bug
+    assert not file_unusable(ValueError("not the driver's"))

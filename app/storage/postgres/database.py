@@ -6,7 +6,14 @@ Writes: one synchronous connection per process on the shared writer thread
 reads a row it is about to change locks it (`Tx.for_update`), and a batch that deadlocks with
 another process, or fails to serialise, is run again from the start.
 
-Reads: an asyncio pool of autocommit, read-only connections.
+Reads: an asyncio pool of autocommit, read-only connections. A read on a pooled connection that
+turns out broken (the server ended it: a restart, a failover, `pg_terminate_backend`) is run
+again on another at once: reads change nothing, so trying one again is always safe.
+
+What counts as "the database cannot be reached" is decided here, once (`connection_broke`):
+errors of the connection itself (no SQLSTATE, class 08), the server shutting the session down
+(57P01-57P03), a pool that got no connection in time. Stores see them as
+`DatabaseUnavailable`; a constraint violation or a bad statement stays what it is.
 
 Rows come back as `Row`s that answer by position and by column name, like `sqlite3.Row`; JSON
 columns come back as text, like SQLite's, so records parse them the same way; Python booleans go
@@ -27,9 +34,9 @@ import psycopg.errors
 from psycopg.adapt import Dumper
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.types.string import TextLoader
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from app.errors import DatabaseClosed
+from app.errors import DatabaseClosed, DatabaseUnavailable
 from app.storage.port import DbCounts, Dialect
 from app.storage.postgres.sql import to_postgres
 from app.storage.writer import BatchWriter
@@ -37,6 +44,35 @@ from app.storage.writer import BatchWriter
 log = logging.getLogger(__name__)
 
 _INT8_OID = 20
+# The server is ending the session: an operator (57P01, `pg_terminate_backend`), a crash
+# (57P02), a start-up or shutdown in progress (57P03).
+_SERVER_GOING_AWAY = frozenset({"57P01", "57P02", "57P03"})
+
+
+def connection_broke(exc: BaseException) -> bool:
+    """True when `exc` says the connection (or the server behind it) is gone, not that a
+    statement was wrong: what a caller may wait out."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _SERVER_GOING_AWAY
+
+
+def _went_away(conn: PgConnection) -> bool:
+    """The idle writer connection was ended by the server meanwhile: its goodbye (a FATAL
+    error, which libpq hands to an idle connection's notice handler) or the end of the stream
+    waits unread. Reading what is there costs no round trip."""
+    raw = conn.raw
+    if raw.closed or conn.ended_by_server:
+        return True
+    try:
+        raw.pgconn.consume_input()  # what the server sent unasked, if anything
+        raw.pgconn.is_busy()  # parsed: a goodbye reaches the notice handler
+    except psycopg.OperationalError:
+        return True
+    return bool(raw.closed or conn.ended_by_server)
 
 
 class Row(tuple[Any, ...]):
@@ -126,6 +162,8 @@ class PgConnection:
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
+        self.ended_by_server = False  # a FATAL came while idle: the server ended the session
+        raw.add_notice_handler(self._notice)
         self._pipeline_scope: contextlib.AbstractContextManager[psycopg.Pipeline] | None = None
         self.pipeline: psycopg.Pipeline | None = None
         self.statements = 0
@@ -165,6 +203,10 @@ class PgConnection:
             return
         with contextlib.suppress(Exception):
             scope.__exit__(type(failed), failed, failed.__traceback__)
+
+    def _notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.severity_nonlocalized in ("FATAL", "PANIC"):
+            self.ended_by_server = True
 
     def count_event(self, payload_bytes: int) -> None:
         self.events += 1
@@ -256,9 +298,14 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         return PgConnection(connect(self.url, timeout_s=self.connect_timeout_s))
 
     def _usable(self, conn: Any) -> Any:
-        if not conn.raw.closed:
+        if not _went_away(conn):
             return conn
         log.warning("the PostgreSQL writer connection was lost; reconnecting")
+        return self._reconnect(conn)
+
+    def _reconnect(self, conn: Any) -> Any:
+        with contextlib.suppress(Exception):
+            conn.raw.close()
         fresh = self._connect()
         fresh.statements, fresh.control, fresh.events, fresh.event_bytes = (
             conn.statements,
@@ -277,6 +324,9 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         return isinstance(
             exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
         )
+
+    def _unavailable(self, exc: BaseException) -> bool:
+        return connection_broke(exc)
 
     def counts(self) -> DbCounts:
         conns = self._connections()
@@ -329,10 +379,23 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         if self._closed or self._pool is None:
             raise DatabaseClosed("database is closed")
         self._reads += 1
-        async with self._pool.connection() as conn:
-            cursor = await conn.execute(to_postgres(sql, bool(params)), params or None)
-            found: list[Any] = await cursor.fetchall()
-            return found
+        statement = to_postgres(sql, bool(params))
+        # Every pooled connection may be a broken one (the server ended them all): each is
+        # discarded as it fails, and the read goes on to the next, then to a new one. A pool
+        # that gets no connection within its timeout has waited long enough.
+        for tries_left in range(self._n_readers, -1, -1):
+            try:
+                async with self._pool.connection() as conn:
+                    cursor = await conn.execute(statement, params or None)
+                    found: list[Any] = await cursor.fetchall()
+                    return found
+            except psycopg.Error as exc:
+                if not connection_broke(exc):
+                    raise
+                if isinstance(exc, PoolTimeout) or not tries_left:
+                    raise DatabaseUnavailable() from exc
+                log.info("a pooled PostgreSQL connection was broken; reading on another")
+        raise AssertionError("unreachable: the last try raises")
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
         found = await self.fetchall(sql, params)

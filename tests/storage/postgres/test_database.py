@@ -8,6 +8,10 @@ import threading
 import time
 from typing import Any
 
+import psycopg
+import pytest
+
+from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT
 from app.storage import writer
 from app.storage.postgres.database import PostgresDatabase
@@ -109,3 +113,65 @@ async def test_renewing_leases_on_every_lane_keeps_them_all(pg_url: str) -> None
             )
         )
         assert await leases.renew("owner-a", held, ttl_s=60) == {taken: held[taken]}
+
+
+def _end_other_connections(url: str) -> int:
+    """`pg_terminate_backend` on every other connection to this test's own database, and wait
+    until they are gone (their goodbye has then reached the clients)."""
+    name = url.rsplit("/", 1)[-1]
+    others = "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+    with psycopg.connect(url, autocommit=True) as admin:
+        rows = admin.execute(f"SELECT pg_terminate_backend(pid) {others}", (name,)).fetchall()
+        deadline = time.monotonic() + 10
+        while admin.execute(f"SELECT 1 {others}", (name,)).fetchone() is not None:
+            assert time.monotonic() < deadline, "the ended connections are still there"
+            time.sleep(0.01)
+    return len(rows)
+
+
+async def test_connections_the_server_ended_while_idle_are_replaced_unseen(pg_url: str) -> None:
+    async with PostgresDatabase(pg_url, read_connections=3, write_connections=2) as db:
+        await db.write(lambda c: c.execute("CREATE TABLE t (v TEXT)"))
+        assert await db.fetchall("SELECT 1")  # the pool's connections are open
+        assert await asyncio.to_thread(_end_other_connections, pg_url) >= 3
+
+        await db.write(lambda c: c.execute("INSERT INTO t VALUES ('after')"))
+        # Every pooled reader is a broken one now: each is replaced, the read still answers.
+        rows = await db.fetchall("SELECT v FROM t")
+        assert [r["v"] for r in rows] == ["after"]
+
+
+async def test_a_batch_whose_connection_breaks_before_its_commit_runs_again_once(
+    pg_url: str,
+) -> None:
+    async with PostgresDatabase(pg_url, write_connections=1) as db:
+        await db.write(lambda c: c.execute("CREATE TABLE t (v TEXT)"))
+        ended: list[int] = []
+
+        def job(c: Any) -> str:
+            c.execute("INSERT INTO t VALUES ('once')")
+            if not ended:  # the server ends this very connection mid-batch, the first time
+                (pid,) = c.execute("SELECT pg_backend_pid()").fetchone()
+                with psycopg.connect(pg_url, autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                ended.append(pid)
+            return str(c.execute("SELECT COUNT(*) FROM t").fetchone()[0])
+
+        assert await db.write(job) == "1"  # run again, on a new connection: no error
+        assert ended and db.reconnects == 1
+        assert [tuple(r) for r in await db.fetchall("SELECT v FROM t")] == [("once",)]
+
+
+async def test_a_database_that_stays_away_fails_writes_and_reads_as_unavailable(
+    pg_url: str,
+) -> None:
+    async with PostgresDatabase(pg_url, write_connections=1, connect_timeout_s=1) as db:
+        await db.write(lambda c: c.execute("CREATE TABLE t (v TEXT)"))
+        db.url = "postgresql://postgres@127.0.0.1:1/nowhere"  # every new connection is refused
+        await asyncio.to_thread(_end_other_connections, pg_url)
+        with pytest.raises(DatabaseUnavailable) as lost:
+            await db.write(lambda c: c.execute("INSERT INTO t VALUES ('never')"))
+        assert lost.value.stored is False  # lost before its commit: nothing of it was stored
+        db.url = pg_url
+        await db.write(lambda c: c.execute("INSERT INTO t VALUES ('back')"))
+        assert [tuple(r) for r in await db.fetchall("SELECT v FROM t")] == [("back",)]
