@@ -193,14 +193,14 @@ def test_bad_settings_name_the_variable(make_settings: Any, variable: str, value
 async def test_an_agents_draft_goes_through_the_tenants_policy_and_comes_back_real(
     make_settings: Any, fake_llm: FakeLLMServer
 ) -> None:
-    from tests.api.test_handoff import AS_AGENT, AS_CUSTOMER, ask, claim, desk_settings, say
+    from tests.api.test_handoff import AS_AGENT, as_customer, ask, claim, desk_settings, say
 
     # Off by default, on for the desk's tenant: the draft's request must say whose it is.
     settings = desk_settings(
         make_settings, model_masking="off", model_masking_tenants="acme:pseudonymise"
     )
     async with serve(settings) as svc:
-        svc.client.headers.update(AS_CUSTOMER)
+        svc.client.headers.update(await as_customer(svc))
         session_id = await new_session(svc)
         fake_llm.enqueue(Reply("Hello, how can I help?"))
         assert (await say(svc, session_id, "hello")).status_code == 200
