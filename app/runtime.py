@@ -29,7 +29,6 @@ from app.conversation.ownership import LeaseConfig, SessionLeases, keep_leases
 from app.conversation.runner import RunnerConfig
 from app.conversation.service import ConversationService, TurnLimits
 from app.conversation.understanding import DualChannel
-from app.demo.services import DemoServices, close_demo, open_demo
 from app.llm.build import ChainOptions, build_chain
 from app.llm.catalog import ModelConfig, check_models, provider_of, with_local_fallback
 from app.llm.gateway import ChatModel
@@ -58,10 +57,11 @@ from app.storage.purge import Purger, RetentionPolicy, keep_wal_bounded
 from app.storage.tool_calls import ToolCallStore
 from app.storage.usage import UsageStore
 from app.tools.approvals import ApprovalBroker
+from app.tools.deps import Dependencies, open_dependencies
 from app.tools.executor import ExecutorConfig, ToolExecutor
 from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
-from app.tools.loader import load_tools, resolve_python
+from app.tools.loader import ToolsFile, load_tools_file, resolve_python
 from app.tools.mcp.config import load_mcp_config
 from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
@@ -226,9 +226,9 @@ def _masking_secret(settings: Settings) -> bytes | None:
     return None
 
 
-def build_registry(settings: Settings, http: SharedHttpClient) -> ToolRegistry:
+def build_registry(tools: ToolsFile, http: SharedHttpClient) -> ToolRegistry:
     registry = ToolRegistry()
-    for spec in load_tools(settings.tools_file, resolve=resolve_python):
+    for spec in tools.tools:
         registry.register(spec, build_runner(spec, http_client=http))
     return registry
 
@@ -240,7 +240,7 @@ def build_executor(
     approvals: ApprovalBroker,
     bus: EventBus,
     confirmations: ConfirmationStore,
-    services: DemoServices | None = None,
+    deps: Dependencies | None = None,
     shared: SharedRedis | None = None,
 ) -> ToolExecutor:
     guards = ToolGuards(
@@ -259,7 +259,7 @@ def build_executor(
     )
     return ToolExecutor(
         registry,
-        services=services,
+        deps=deps,
         guards=guards,
         redactor=Redactor.with_patterns(settings.redact_patterns),
         calls=ToolCallStore(db, bus.publish),
@@ -321,7 +321,7 @@ def preflight(settings: Settings) -> None:
     check_database(settings)
     primary, fallbacks = model_configs(settings)
     check_models(primary, fallbacks, settings.model_api)
-    load_tools(settings.tools_file, resolve=resolve_python)
+    load_tools_file(settings.tools_file, resolve=resolve_python)
     load_mcp_config(settings.mcp_config)
     load_nlu(settings).close()
     if settings.shared_redis_url:
@@ -393,7 +393,8 @@ async def open_runtime(
 
         http = SharedHttpClient()
         stack.push_async_callback(http.aclose)
-        registry = build_registry(settings, http)
+        tools = load_tools_file(settings.tools_file, resolve=resolve_python)
+        registry = build_registry(tools, http)
         mcp_config = load_mcp_config(settings.mcp_config)
         mcp = None
         if mcp_config.servers:
@@ -419,10 +420,11 @@ async def open_runtime(
         expired = await approvals.store.expire_all_pending(time.time())
         if expired:
             log.warning("%d approvals were left pending by the last shutdown; expired", expired)
-        services = await open_demo(settings)
-        stack.push_async_callback(close_demo, services)
+        # What the tools' handlers need (the demo shop, a deployment's own backend), only
+        # what some configured tool needs: a tools file without demo tools opens no demo file.
+        deps = await stack.enter_async_context(open_dependencies(tools.needed(), settings))
         executor = build_executor(
-            settings, registry, db, approvals, bus, stores.confirmations, services, shared
+            settings, registry, db, approvals, bus, stores.confirmations, deps, shared
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
         prices = Prices(settings.model_price_table)

@@ -58,7 +58,9 @@ async def hermes(entry: dict[str, Any]) -> AsyncIterator[Call]:
             raise RuntimeError(f"no connection: {manager.server_status('bench')}")
         tool = registry.get("mcp__bench__echo")
         assert tool is not None
-        ctx = ToolContext(TurnScope("default", "u1", "s1", "t1"), "c1", tool.spec.name, "idem_b")
+        ctx = ToolContext(
+            TurnScope("default", "u1", "s1", "t1"), "c1", tool.spec.name, "idem_b", None
+        )
         yield lambda: tool.run(ctx, dict(ARGS))
     finally:
         await manager.aclose()

@@ -90,7 +90,7 @@ async def main() -> None:
     scope = TurnScope("default", "u1", "ses_bench", "turn_bench", "trace")
     tools = executor.for_turn(scope, _Quiet())
     arguments = json.dumps({"order_id": "202405201234", "verbose": True})
-    ctx = ToolContext(scope, "c", "echo_order", "k")
+    ctx = ToolContext(scope, "c", "echo_order", "k", None)
 
     direct: list[float] = []
     through: list[float] = []

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
+from pathlib import Path
 from typing import Any
 
-from app.llm.testing import FakeLLMServer, Reply
+from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.runtime import REDIS_DEGRADED, SharedHttpClient, health_status
+from app.settings import PROJECT_ROOT
 from app.testing import serve
-from tests.conftest import new_session
+from tests.conftest import FIXTURE_TOOLS, new_session
+from tests.tools import test_deps
 
 
 async def test_http_tools_client_is_made_on_first_use_and_shared() -> None:
@@ -80,3 +84,48 @@ async def test_the_service_purges_on_its_interval_and_says_so_in_its_metrics(
     assert purged is not None and float(purged[1]) >= 4
     last = re.search(r"^hermes_retention_last_run_timestamp_seconds (\S+)", scraped, re.M)
     assert last is not None and float(last[1]) > long_ago
+
+
+async def test_a_tools_file_without_demo_tools_never_creates_the_demo_file(
+    make_settings: Any, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    demo = tmp_path / "fresh" / "demo.db"
+    async with serve(make_settings(tools_file=FIXTURE_TOOLS, demo_db_path=demo)) as svc:
+        fake_llm.enqueue(Reply("Hello."))
+        session_id = await new_session(svc)
+        answered = await svc.client.post(
+            f"/v1/sessions/{session_id}/messages", json={"content": "hi"}
+        )
+        assert answered.status_code == 200, answered.text
+    assert not demo.exists()
+
+
+async def test_the_demo_tools_open_the_demo_file_at_start_up(
+    make_settings: Any, tmp_path: Path
+) -> None:
+    demo = tmp_path / "fresh" / "demo.db"
+    async with serve(make_settings(tools_file=PROJECT_ROOT / "tools.yaml", demo_db_path=demo)):
+        assert demo.exists()  # made on first use, as the quick start expects
+
+
+async def test_a_deployments_own_backend_serves_its_tool_in_a_turn(
+    make_settings: Any, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("version: 1\n" + test_deps.PROVIDERS + "tools:" + test_deps.TOOL)
+    demo = tmp_path / "fresh" / "demo.db"
+    test_deps.OPENED.clear()
+    async with serve(make_settings(tools_file=tools, demo_db_path=demo)) as svc:
+        assert test_deps.OPENED == ["crm"]  # and not the warehouse: no tool needs it
+        fake_llm.enqueue(ToolCalls(ToolCall("customer_tier", {}, id="c1")), Reply("Gold."))
+        session_id = await new_session(svc, user_id="u1")
+        body = (
+            await svc.client.post(
+                f"/v1/sessions/{session_id}/messages", json={"content": "my tier?"}
+            )
+        ).json()
+        assert body["message"]["content"] == "Gold."
+        result = json.loads(fake_llm.requests[1].messages[-1]["content"])
+        assert result["data"] == {"tier": "gold"}
+    assert test_deps.OPENED == ["crm", "crm closed"]
+    assert not demo.exists()

@@ -1,4 +1,9 @@
-"""What a tool handler knows about the call it serves."""
+"""What a tool handler knows about the call it serves, and what the deployment gives it.
+
+`ToolContext[Deps]` is generic over the one dependency a handler needs: a handler says which by
+the type of its context (`ctx: ToolContext[ShopBackend]`) and reads it typed as `ctx.deps`; a
+handler that needs nothing takes `ToolContext[None]`. app/tools/deps.py reads that type at
+start-up and opens what the deployment provides for it."""
 
 from __future__ import annotations
 
@@ -6,9 +11,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from app.demo.services import DemoServices
+# What a deployment gives a handler: its own backend, a client of its CRM, the demo shop.
+Deps = TypeVar("Deps", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -23,14 +29,14 @@ class TurnScope:
 
 
 @dataclass(frozen=True)
-class ToolContext:
+class ToolContext(Generic[Deps]):
     scope: TurnScope
     call_id: str
     tool: str
     idempotency_key: str
-    # The backends python handlers use; None when the executor runs without them (MCP and
-    # HTTP tools, benches), and handlers that need them answer "unavailable".
-    services: DemoServices | None = None
+    # The dependency the tool's handler names in its `ToolContext[...]`, as the deployment
+    # opened it; None for a tool that needs none (MCP and HTTP tools among them).
+    deps: Deps
 
     @property
     def tenant_id(self) -> str:

@@ -23,7 +23,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from app.demo.services import DemoServices
 from app.errors import DatabaseUnavailable
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
@@ -34,6 +33,7 @@ from app.storage.tool_calls import ToolCallStore
 from app.tools import rules
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope, idempotency_key
+from app.tools.deps import Dependencies
 from app.tools.events import ToolEvents
 from app.tools.flow import ToolGuards
 from app.tools.policy import TurnPolicy, confirm, history, offered, precheck
@@ -65,7 +65,7 @@ class ToolExecutor:
         self,
         registry: ToolRegistry,
         *,
-        services: DemoServices | None = None,
+        deps: Dependencies | None = None,
         guards: ToolGuards | None = None,
         redactor: Redactor | None = None,
         calls: ToolCallStore | None = None,
@@ -74,7 +74,9 @@ class ToolExecutor:
         config: ExecutorConfig | None = None,
     ) -> None:
         self.registry = registry
-        self.services = services
+        # What the deployment gives the tools' handlers: every tool's must be there now.
+        self.deps = deps or Dependencies()
+        self.deps.check(tool.spec for tool in registry.all())
         self.guards = guards or ToolGuards()
         self.redactor = redactor or Redactor()
         self.calls = calls
@@ -248,7 +250,7 @@ class TurnTools:
             call_id=call.id,
             tool=spec.name,
             idempotency_key=key,
-            services=self.executor.services,
+            deps=self.executor.deps.for_tool(spec),
         )
         refused = await precheck.refusal(spec, ctx, args)
         if refused is not None:

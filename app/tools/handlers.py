@@ -19,19 +19,19 @@ from app.tools.spec import HttpHandler, PythonHandler, ToolSpec
 
 
 class Runner(Protocol):
-    def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> Awaitable[Any]: ...
+    def __call__(self, ctx: ToolContext[Any], args: dict[str, Any]) -> Awaitable[Any]: ...
 
 
 def python_runner(handler: PythonHandler, cpu_pool: Executor | None = None) -> Runner:
     fn = resolve_python(handler.target)
     if inspect.iscoroutinefunction(fn):
 
-        async def run_async(ctx: ToolContext, args: dict[str, Any]) -> Any:
+        async def run_async(ctx: ToolContext[Any], args: dict[str, Any]) -> Any:
             return await fn(ctx, **args)
 
         return run_async
 
-    async def run_sync(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    async def run_sync(ctx: ToolContext[Any], args: dict[str, Any]) -> Any:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(cpu_pool, lambda: fn(ctx, **args))
 
@@ -42,7 +42,7 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def http_runner(handler: HttpHandler, client_factory: Callable[[], httpx.AsyncClient]) -> Runner:
-    async def run(ctx: ToolContext, args: dict[str, Any]) -> Any:
+    async def run(ctx: ToolContext[Any], args: dict[str, Any]) -> Any:
         remaining = dict(args)
 
         def fill(match: re.Match[str]) -> str:

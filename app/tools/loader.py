@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 from jsonschema.validators import Draft202012Validator
 
 from app.errors import ToolsFileError
+from app.tools.deps import Provider, dependency_of, type_name
 from app.tools.meta_schema import META_SCHEMA
 from app.tools.spec import (
     BusinessRule,
@@ -119,8 +121,27 @@ def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
     )
 
 
+@dataclass(frozen=True)
+class ToolsFile:
+    """tools.yaml as loaded: its tools and, by the type each gives, the providers of what
+    their handlers need (both read only when the loader resolves the handlers)."""
+
+    tools: list[ToolSpec]
+    providers: dict[type, Provider[Any]]
+
+    def needed(self) -> list[Provider[Any]]:
+        """The providers some tool needs, in the file's order: the only ones to open."""
+        used = {spec.dependency for spec in self.tools}
+        return [provider for kind, provider in self.providers.items() if kind in used]
+
+
 def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) -> list[ToolSpec]:
-    """Parse, check against the meta-schema, check each tool's own schemas and handler."""
+    return load_tools_file(path, resolve=resolve).tools
+
+
+def load_tools_file(path: Path, *, resolve: Callable[[str], object] | None = None) -> ToolsFile:
+    """Parse, check against the meta-schema, check each tool's own schemas and handler, and
+    (with `resolve`) that a provider gives what each tool's functions need."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -149,6 +170,7 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
         raise fail(error_at, f"{label}: {best.message}")
 
     defaults = data.get("defaults") or {}
+    providers = _providers(data.get("providers", ()), fail) if resolve is not None else {}
     specs: list[ToolSpec] = []
     seen: set[str] = set()
     for i, raw in enumerate(data["tools"]):
@@ -169,13 +191,64 @@ def load_tools(path: Path, *, resolve: Callable[[str], object] | None = None) ->
                 targets.append((("precheck",), "precheck", spec.precheck))
             if isinstance(spec.handler, PythonHandler):
                 targets.insert(0, (("handler",), "handler", spec.handler.target))
+            needs: list[tuple[tuple[Any, ...], str, type]] = []
             for place, what, target in targets:
                 try:
-                    resolve(target)
+                    fn = resolve(target)
                 except (ImportError, AttributeError, ValueError) as exc:
                     raise fail((*at, *place), f"{raw['name']}: {what} not found: {exc}") from None
+                try:
+                    kind = dependency_of(fn) if callable(fn) else None
+                except ValueError as exc:
+                    raise fail((*at, *place), f"{raw['name']}: {what}: {exc}") from None
+                if kind is not None:
+                    needs.append(((*at, *place), what, kind))
+            if needs:
+                spec = replace(spec, dependency=_dependency(raw["name"], needs, providers, fail))
         specs.append(spec)
-    return specs
+    return ToolsFile(specs, providers)
+
+
+def _providers(
+    targets: list[str], fail: Callable[[tuple[Any, ...], str], ToolsFileError]
+) -> dict[type, Provider[Any]]:
+    providers: dict[type, Provider[Any]] = {}
+    for i, target in enumerate(targets):
+        try:
+            provider = resolve_object(target)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise fail(("providers", i), f"provider not found: {exc}") from None
+        if not isinstance(provider, Provider):
+            raise fail(("providers", i), f"{target} is not an app.tools.deps.Provider")
+        if provider.gives in providers:
+            raise fail(("providers", i), f"a second provider of {type_name(provider.gives)}")
+        providers[provider.gives] = provider
+    return providers
+
+
+def _dependency(
+    name: str,
+    needs: list[tuple[tuple[Any, ...], str, type]],
+    providers: dict[type, Provider[Any]],
+    fail: Callable[[tuple[Any, ...], str], ToolsFileError],
+) -> type:
+    """The one dependency of a tool: its handler, precheck and history readers get the same
+    context, so those that need something must need the same thing, and a provider must
+    give it."""
+    at, what, kind = needs[0]
+    for other_at, other_what, other in needs[1:]:
+        if other is not kind:
+            raise fail(
+                other_at,
+                f"{name}: its {other_what} needs {type_name(other)} but its {what} needs "
+                f"{type_name(kind)}; a tool's functions share one context",
+            )
+    if kind not in providers:
+        raise fail(
+            at,
+            f"{name}: its {what} needs {type_name(kind)}, which no entry under `providers:` gives",
+        )
+    return kind
 
 
 def _problem(raw: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
@@ -212,10 +285,14 @@ def _problem(raw: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
     return None
 
 
-def resolve_python(target: str) -> Callable[..., Any]:
+def resolve_object(target: str) -> object:
     module_name, _, attr = target.partition(":")
-    module = importlib.import_module(module_name)
-    fn: object = getattr(module, attr)
+    found: object = getattr(importlib.import_module(module_name), attr)
+    return found
+
+
+def resolve_python(target: str) -> Callable[..., Any]:
+    fn = resolve_object(target)
     if not callable(fn):
         raise ValueError(f"{target} is not callable")
     return fn

@@ -24,6 +24,8 @@ META_SCHEMA: dict[str, Any] = {
                 "limits_scope": {"enum": ["tenant", "global"]},
             },
         },
+        # `module:attribute` of each app.tools.deps.Provider the tools' handlers need.
+        "providers": {"type": "array", "items": {"type": "string", "pattern": _PYTHON_TARGET}},
         "tools": {"type": "array", "items": {"$ref": "#/$defs/tool"}},
     },
     "$defs": {

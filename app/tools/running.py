@@ -39,7 +39,7 @@ def caused_by_input(exc: BaseException) -> bool:
 
 
 async def run_guarded(
-    tool: RegisteredTool, ctx: ToolContext, args: dict[str, Any], guards: ToolGuards
+    tool: RegisteredTool, ctx: ToolContext[Any], args: dict[str, Any], guards: ToolGuards
 ) -> ToolResult:
     spec = tool.spec
     breaker = guards.breaker(spec, ctx.tenant_id)

@@ -120,6 +120,9 @@ class ToolSpec:
     untrusted_output: bool = False
     # Breaker and rate limit per (tenant, tool), or one for everybody (a shared upstream).
     limits_scope: Literal["tenant", "global"] = "tenant"
+    # What the handler needs from the deployment: the type in its `ToolContext[...]`, read
+    # when the loader resolves it (app/tools/deps.py); None: nothing.
+    dependency: type | None = None
 
     @property
     def acts(self) -> bool:

@@ -121,7 +121,7 @@ def _with(extra: str) -> str:
 
 def test_history_rules_and_confirmation_load(tmp_path: Path) -> None:
     body = _with(
-        HISTORY.format(target="app.tools.builtin.after_sales:refund_history")
+        HISTORY.format(target="tests.tools.policy.test_history:paid_out")
         + CONFIRM.replace("{arg}", "{n}")
     )
     spec = load_tools(write(tmp_path, body), resolve=resolve_python)[0]

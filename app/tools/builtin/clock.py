@@ -10,7 +10,7 @@ from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
 
 
-async def current_time(ctx: ToolContext, timezone: str = "Asia/Shanghai") -> dict[str, Any]:
+async def current_time(ctx: ToolContext[None], timezone: str = "Asia/Shanghai") -> dict[str, Any]:
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, OSError):

@@ -214,7 +214,7 @@ class McpManager:
     def _runner(self, conn: ServerConnection, tool: str) -> Runner:
         timeout_s = self.timeout_s(conn.config)
 
-        async def run(ctx: ToolContext, args: dict[str, Any]) -> Any:
+        async def run(ctx: ToolContext[Any], args: dict[str, Any]) -> Any:
             result = await conn.call(
                 tool, args, timeout_s=timeout_s, idempotency_key=ctx.idempotency_key
             )

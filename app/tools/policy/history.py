@@ -47,7 +47,7 @@ class History:
     this_call: float | None = None
 
 
-Reader = Callable[[ToolContext, HistoryQuery], Awaitable[History]]
+Reader = Callable[[ToolContext[Any], HistoryQuery], Awaitable[History]]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def _reader(target: str) -> Reader:
     return cast(Reader, resolve_python(target))
 
 
-async def findings(spec: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> list[Finding]:
+async def findings(spec: ToolSpec, ctx: ToolContext[Any], args: dict[str, Any]) -> list[Finding]:
     out = []
     for rule in spec.history_rules:
         found = await _check(spec, rule, ctx, args)
@@ -71,7 +71,7 @@ async def findings(spec: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> li
 
 
 async def _check(
-    spec: ToolSpec, rule: HistoryRule, ctx: ToolContext, args: dict[str, Any]
+    spec: ToolSpec, rule: HistoryRule, ctx: ToolContext[Any], args: dict[str, Any]
 ) -> Finding | None:
     since = None if rule.window_hours is None else time.time() - rule.window_hours * 3600
     query = HistoryQuery(rule, args, since)

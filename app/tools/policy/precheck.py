@@ -37,7 +37,7 @@ def _precheck(target: str) -> Precheck:
     return cast(Precheck, resolve_python(target))
 
 
-async def refusal(spec: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> ToolResult | None:
+async def refusal(spec: ToolSpec, ctx: ToolContext[Any], args: dict[str, Any]) -> ToolResult | None:
     """The tool's answer if it would refuse these arguments now; None to go on."""
     if spec.precheck is None:
         return None

@@ -22,7 +22,9 @@ def settings(**overrides: Any) -> Settings:
 
 def ctx(call_id: str = "call_1") -> ToolContext:
     scope = TurnScope("default", "u1", "s1", "t1")
-    return ToolContext(scope=scope, call_id=call_id, tool="x", idempotency_key="idem_" + call_id)
+    return ToolContext(
+        scope=scope, call_id=call_id, tool="x", idempotency_key="idem_" + call_id, deps=None
+    )
 
 
 async def call(manager: McpManager, tool_name: str, /, **args: Any) -> Any:

@@ -70,7 +70,7 @@ def spec(tmp_path: Path) -> ToolSpec:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem")
+    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem", None)
 
 
 async def test_within_the_limit_nothing_is_found(spec: ToolSpec) -> None:

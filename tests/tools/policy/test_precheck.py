@@ -63,7 +63,7 @@ def spec(tmp_path: Path) -> ToolSpec:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem")
+    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem", None)
 
 
 async def test_a_refusal_is_the_tools_own_answer(spec: ToolSpec) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from app.demo.backend import ShopBackend, open_shop
 from app.demo.fixtures import LI_LEI
 from app.demo.generator import regenerate
 from app.demo.mail import SmtpMailer
-from app.demo.services import DemoServices, close_demo, open_demo
 from app.demo.store import DemoStore
 from app.demo.testing import SmtpSink
 from app.settings import PROJECT_ROOT, Settings
@@ -37,7 +37,7 @@ def demo_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def services(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[DemoServices]:
+async def shop(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[ShopBackend]:
     settings = Settings(
         db_path=demo_path.parent / "hermes.db",
         demo_db_path=demo_path,
@@ -45,27 +45,28 @@ async def services(demo_path: Path, smtp_sink: SmtpSink) -> AsyncIterator[DemoSe
         smtp_port=smtp_sink.port,
         smtp_timeout_s=5,
     )
-    opened = await open_demo(settings)
-    assert isinstance(opened.mailer, SmtpMailer)
-    yield opened
-    await close_demo(opened)
+    async with open_shop(settings) as opened:
+        assert isinstance(opened.mailer, SmtpMailer)
+        yield opened
 
 
 @pytest.fixture
-def store(services: DemoServices) -> DemoStore:
-    return services.store
+def store(shop: ShopBackend) -> DemoStore:
+    return shop.store
 
 
-Ctx = Callable[..., ToolContext]
+Ctx = Callable[..., ToolContext[ShopBackend]]
 
 
 @pytest.fixture
-def ctx(services: DemoServices) -> Ctx:
+def ctx(shop: ShopBackend) -> Ctx:
     """`ctx(user_id=..., key=...)`: the context the executor would pass for one call."""
 
-    def make(user_id: str = LI_LEI, key: str = "idem_test_0001", tool: str = "t") -> ToolContext:
+    def make(
+        user_id: str = LI_LEI, key: str = "idem_test_0001", tool: str = "t"
+    ) -> ToolContext[ShopBackend]:
         scope = TurnScope("default", user_id, "sess_test", "turn_test", "trace_test")
-        return ToolContext(scope, "call_1", tool, key, services)
+        return ToolContext(scope, "call_1", tool, key, shop)
 
     return make
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import HAN_MEIMEI, LI_LEI, SHIPPED_TRACKING
+from app.demo.tools.shipping import track_shipment
 from app.errors import ToolHandlerError
-from app.tools.builtin.shipping import track_shipment
-from tests.tools.builtin.conftest import Ctx, conforms
+from tests.demo.tools.conftest import Ctx, conforms
 
 
 async def test_fixture_parcel_is_in_transit_with_sf(ctx: Ctx) -> None:

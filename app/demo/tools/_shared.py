@@ -1,5 +1,5 @@
-"""What every call-centre handler shares: the demo services from `ctx.services`, the acting
-customer, and turning backend refusals into `ToolHandlerError`s the model can act on."""
+"""What every demo handler shares: the acting customer, money in cents, and turning the shop's
+refusals into `ToolHandlerError`s the model can act on."""
 
 from __future__ import annotations
 
@@ -8,28 +8,12 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 
 from app.demo.errors import DemoError
-from app.demo.mail import Mailer
 from app.demo.records import Actor
-from app.demo.store import DemoStore
 from app.errors import ToolHandlerError
 from app.tools.context import ToolContext
 
 
-def demo_store(ctx: ToolContext) -> DemoStore:
-    if ctx.services is None:
-        raise ToolHandlerError(
-            "backend_unavailable", "the order system is not connected", retryable=True
-        )
-    return ctx.services.store
-
-
-def mailer(ctx: ToolContext) -> Mailer:
-    if ctx.services is None:
-        raise ToolHandlerError("email_unavailable", "email is not configured", retryable=True)
-    return ctx.services.mailer
-
-
-def actor(ctx: ToolContext) -> Actor:
+def actor(ctx: ToolContext[object]) -> Actor:
     # The session's user is the customer, within the session's tenant (the store refuses
     # tenants the demo data does not belong to); ids the model passes are only ever looked up
     # *within* this customer's records.

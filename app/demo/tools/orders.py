@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.demo.backend import ShopBackend
 from app.demo.errors import order_not_found
 from app.demo.texts import order_status_text
-from app.tools.builtin._demo import demo_store, money, refuse
+from app.demo.tools._shared import money, refuse
 from app.tools.context import ToolContext
 
 
-async def query_order_status(ctx: ToolContext, order_id: str) -> dict[str, Any]:
-    order = await demo_store(ctx).order_for(ctx.tenant_id, ctx.user_id, order_id)
+async def query_order_status(ctx: ToolContext[ShopBackend], order_id: str) -> dict[str, Any]:
+    order = await ctx.deps.store.order_for(ctx.tenant_id, ctx.user_id, order_id)
     if order is None:
         raise refuse(order_not_found(order_id))
     return {

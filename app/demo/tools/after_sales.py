@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.tools.builtin._demo import actor, demo_store, money, refusals, refuse, to_cents
+from app.demo.backend import ShopBackend
+from app.demo.tools._shared import actor, money, refusals, refuse, to_cents
 from app.tools.context import ToolContext
 from app.tools.policy.history import History, HistoryQuery
 
 
 async def request_refund(
-    ctx: ToolContext, order_id: str, amount: float | None = None, reason: str | None = None
+    ctx: ToolContext[ShopBackend],
+    order_id: str,
+    amount: float | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     cents = None if amount is None else to_cents(amount)
     with refusals():
-        refund = await demo_store(ctx).request_refund(
+        refund = await ctx.deps.store.request_refund(
             actor(ctx), order_id=order_id, amount_cents=cents, reason=reason
         )
     return {
@@ -27,23 +31,26 @@ async def request_refund(
 
 
 async def refund_precheck(
-    ctx: ToolContext, order_id: str, amount: float | None = None, reason: str | None = None
+    ctx: ToolContext[ShopBackend],
+    order_id: str,
+    amount: float | None = None,
+    reason: str | None = None,
 ) -> None:
     """request_refund's precheck (tools.yaml): raises the refusal the refund would get now, so
     a refund the backend refuses (a cancelled or unpaid order, a missing amount above 500)
     is answered at once instead of first waiting for a human's approval."""
     cents = None if amount is None else to_cents(amount)
-    store = demo_store(ctx)
+    store = ctx.deps.store
     refusal = await store.refund_refusal(actor(ctx), order_id=order_id, amount_cents=cents)
     if refusal is not None:
         raise refuse(refusal)
 
 
 async def request_return(
-    ctx: ToolContext, order_id: str, reason: str | None = None
+    ctx: ToolContext[ShopBackend], order_id: str, reason: str | None = None
 ) -> dict[str, Any]:
     with refusals():
-        created = await demo_store(ctx).request_return(actor(ctx), order_id=order_id, reason=reason)
+        created = await ctx.deps.store.request_return(actor(ctx), order_id=order_id, reason=reason)
     return {
         "return_id": created.id,
         "order_id": created.order_id,
@@ -52,11 +59,11 @@ async def request_return(
     }
 
 
-async def refund_history(ctx: ToolContext, query: HistoryQuery) -> History:
+async def refund_history(ctx: ToolContext[ShopBackend], query: HistoryQuery) -> History:
     """What was already refunded to this customer: on the call's order (`per: order_id`) or
     in the rule's window (`per: customer`). A call without an amount refunds what is left of
     the order, so that is what it adds."""
-    store = demo_store(ctx)
+    store = ctx.deps.store
     order_id = str(query.arguments.get("order_id", ""))
     per_order = query.rule.per == "order_id"
     done = await store.refunded_cents(

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from app.demo.testing import SmtpSink
+from app.demo.tools.mail import send_email
 from app.errors import ToolHandlerError
-from app.tools.builtin.mail import send_email
-from tests.tools.builtin.conftest import Ctx, conforms, count
+from tests.demo.tools.conftest import Ctx, conforms, count
 
 TO = "li.lei@example.com"
 SUBJECT = "您的退款申请已受理"

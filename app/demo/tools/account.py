@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.tools.builtin._demo import actor, demo_store, refusals
+from app.demo.backend import ShopBackend
+from app.demo.tools._shared import actor, refusals
 from app.tools.context import ToolContext
 from app.tools.policy.history import History, HistoryQuery
 
@@ -28,9 +29,9 @@ def mask_address(address: str) -> str:
 _MASKS = {"phone": mask_phone, "email": mask_email, "address": mask_address}
 
 
-async def reset_password(ctx: ToolContext, phone: str) -> dict[str, Any]:
+async def reset_password(ctx: ToolContext[ShopBackend], phone: str) -> dict[str, Any]:
     with refusals():
-        reset = await demo_store(ctx).reset_password(actor(ctx), phone=phone)
+        reset = await ctx.deps.store.reset_password(actor(ctx), phone=phone)
     return {
         "status": "reset_link_sent",
         "channel": reset.channel,
@@ -38,9 +39,11 @@ async def reset_password(ctx: ToolContext, phone: str) -> dict[str, Any]:
     }
 
 
-async def update_contact_info(ctx: ToolContext, field: str, value: str) -> dict[str, Any]:
+async def update_contact_info(
+    ctx: ToolContext[ShopBackend], field: str, value: str
+) -> dict[str, Any]:
     with refusals():
-        change = await demo_store(ctx).update_contact(actor(ctx), field=field, value=value)
+        change = await ctx.deps.store.update_contact(actor(ctx), field=field, value=value)
     return {
         "field": change.field,
         "status": "updated",
@@ -48,9 +51,9 @@ async def update_contact_info(ctx: ToolContext, field: str, value: str) -> dict[
     }
 
 
-async def contact_change_history(ctx: ToolContext, query: HistoryQuery) -> History:
+async def contact_change_history(ctx: ToolContext[ShopBackend], query: HistoryQuery) -> History:
     """How many times this customer's contact details changed in this session or window."""
-    changes = await demo_store(ctx).contact_changes(
+    changes = await ctx.deps.store.contact_changes(
         ctx.tenant_id, ctx.user_id, session_id=ctx.session_id, since=query.since
     )
     return History(done=changes)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.demo.backend import ShopBackend
 from app.demo.errors import shipment_not_found
-from app.tools.builtin._demo import demo_store, refuse
+from app.demo.tools._shared import refuse
 from app.tools.context import ToolContext
 
 
-async def track_shipment(ctx: ToolContext, tracking_number: str) -> dict[str, Any]:
-    shipment = await demo_store(ctx).shipment_for(
+async def track_shipment(ctx: ToolContext[ShopBackend], tracking_number: str) -> dict[str, Any]:
+    shipment = await ctx.deps.store.shipment_for(
         ctx.tenant_id, ctx.user_id, tracking_number.upper()
     )
     if shipment is None:

@@ -10,17 +10,18 @@ from typing import Any
 import httpx
 import pytest
 
+from app.demo.backend import ShopBackend
 from app.demo.fixtures import DELIVERED_ORDER, FOREIGN_ORDER, LI_LEI, SHIPPED_ORDER
-from app.demo.services import DemoServices
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
 from app.tools.context import TurnScope
+from app.tools.deps import Dependencies
 from app.tools.executor import ToolExecutor
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
-from tests.tools.builtin.conftest import count
+from tests.demo.tools.conftest import count
 
 
 class Events:
@@ -35,12 +36,12 @@ class Events:
 
 
 @pytest.fixture
-async def executor(services: DemoServices) -> AsyncIterator[ToolExecutor]:
+async def executor(shop: ShopBackend) -> AsyncIterator[ToolExecutor]:
     registry = ToolRegistry()
     async with httpx.AsyncClient() as http:
         for spec in load_tools(PROJECT_ROOT / "tools.yaml", resolve=resolve_python):
             registry.register(spec, build_runner(spec, http_client=lambda: http))
-        yield ToolExecutor(registry, services=services)
+        yield ToolExecutor(registry, deps=Dependencies({ShopBackend: shop}))
 
 
 def call(call_id: str, name: str, **arguments: Any) -> RequestedToolCall:

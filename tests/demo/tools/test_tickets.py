@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import FOREIGN_ORDER, LI_LEI, SHIPPED_ORDER
+from app.demo.tools.tickets import create_ticket
 from app.errors import ToolHandlerError
-from app.tools.builtin.tickets import create_ticket
-from tests.tools.builtin.conftest import Ctx, conforms, count
+from tests.demo.tools.conftest import Ctx, conforms, count
 
 SUMMARY = "快递员未通知就把包裹放在门口，包裹丢失。"
 

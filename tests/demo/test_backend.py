@@ -1,4 +1,4 @@
-"""open_demo builds the typed services handlers read through ctx.services."""
+"""open_shop opens the demo shop the tools take as `ctx.deps`, and closes it after."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from app.demo.backend import SHOP, ShopBackend, open_shop
 from app.demo.fixtures import LI_LEI
 from app.demo.mail import SmtpMailer
-from app.demo.services import close_demo, demo_services, open_demo
 from app.demo.store import DemoStore
 from app.demo.testing import RecordingMailer
 from app.errors import DatabaseClosed
@@ -26,26 +26,28 @@ def settings_for(tmp_path: Path) -> Settings:
     )
 
 
-async def test_open_creates_the_file_on_first_use_and_close_closes(tmp_path: Path) -> None:
+async def test_open_creates_the_file_on_first_use_and_the_end_closes_it(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     assert not settings.demo_db_path.exists()
-    services = await open_demo(settings)
-    try:
+    async with open_shop(settings) as shop:
         assert settings.demo_db_path.exists()
-        store, mailer = services.store, services.mailer
+        store, mailer = shop.store, shop.mailer
         assert isinstance(store, DemoStore) and isinstance(mailer, SmtpMailer)
         assert (mailer.config.host, mailer.config.port) == ("127.0.0.1", 2525)
         assert (mailer.sender, mailer.config.timeout_s) == ("cs@example.com", 3)
         assert await store.customer("default", LI_LEI) is not None
-    finally:
-        await close_demo(services)
     with pytest.raises(DatabaseClosed):
         await store.customer("default", LI_LEI)
 
 
-async def test_context_manager_and_a_mailer_override(tmp_path: Path) -> None:
+async def test_a_mailer_override(tmp_path: Path) -> None:
     mailer = RecordingMailer()
-    async with demo_services(settings_for(tmp_path), mailer=mailer) as services:
-        assert services.mailer is mailer
-        store = services.store
-        assert await store.order_for("default", LI_LEI, "202405201235") is not None
+    async with open_shop(settings_for(tmp_path), mailer=mailer) as shop:
+        assert shop.mailer is mailer
+        assert await shop.store.order_for("default", LI_LEI, "202405201235") is not None
+
+
+async def test_the_provider_gives_the_type_the_handlers_ask_for(tmp_path: Path) -> None:
+    assert SHOP.gives is ShopBackend
+    async with SHOP.open(settings_for(tmp_path)) as shop:
+        assert isinstance(shop, ShopBackend)

@@ -11,9 +11,9 @@ from app.demo.fixtures import (
     SHIPPED_ORDER,
     SHIPPED_TRACKING,
 )
+from app.demo.tools.orders import query_order_status
 from app.errors import ToolHandlerError
-from app.tools.builtin.orders import query_order_status
-from tests.tools.builtin.conftest import Ctx, conforms
+from tests.demo.tools.conftest import Ctx, conforms
 
 
 async def test_shipped_fixture_order(ctx: Ctx) -> None:

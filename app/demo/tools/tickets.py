@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.demo.backend import ShopBackend
+from app.demo.tools._shared import actor, refusals
 from app.errors import ToolHandlerError
-from app.tools.builtin._demo import actor, demo_store, refusals
 from app.tools.context import ToolContext
 from app.tools.shaping import Redactor
 
@@ -16,7 +17,7 @@ _REDACTOR = Redactor()
 
 
 async def create_ticket(
-    ctx: ToolContext,
+    ctx: ToolContext[ShopBackend],
     category: str,
     summary: str,
     order_id: str | None = None,
@@ -27,7 +28,7 @@ async def create_ticket(
             "invalid_summary", "the summary must say in words what happened (5 to 500 characters)"
         )
     with refusals():
-        ticket = await demo_store(ctx).create_ticket(
+        ticket = await ctx.deps.store.create_ticket(
             actor(ctx),
             category=category,
             summary=_REDACTOR.text(summary.strip()),

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import HAN_MEIMEI_EMAIL, HAN_MEIMEI_PHONE, LI_LEI, LI_LEI_PHONE
+from app.demo.tools.account import reset_password, update_contact_info
 from app.errors import ToolHandlerError
-from app.tools.builtin.account import reset_password, update_contact_info
-from tests.tools.builtin.conftest import Ctx, conforms, count
+from tests.demo.tools.conftest import Ctx, conforms, count
 
 
 @pytest.mark.parametrize("phone", [LI_LEI_PHONE, "+86" + LI_LEI_PHONE])

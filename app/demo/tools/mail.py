@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.demo.backend import ShopBackend
 from app.demo.mail import MailComposeError, MailDeliveryError, message_id_for
 from app.demo.outbox import Draft
+from app.demo.tools._shared import actor, refusals
 from app.errors import ToolHandlerError
-from app.tools.builtin._demo import actor, demo_store, mailer, refusals
 from app.tools.context import ToolContext
 
 
-async def send_email(ctx: ToolContext, to: str, subject: str, body: str) -> dict[str, Any]:
-    smtp = mailer(ctx)
+async def send_email(
+    ctx: ToolContext[ShopBackend], to: str, subject: str, body: str
+) -> dict[str, Any]:
+    smtp = ctx.deps.mailer
     draft = Draft(
         message_id=message_id_for(ctx.idempotency_key, smtp.sender),
         sender=smtp.sender,
@@ -22,7 +25,7 @@ async def send_email(ctx: ToolContext, to: str, subject: str, body: str) -> dict
     )
     try:
         with refusals():
-            email = await demo_store(ctx).send_email(actor(ctx), draft, smtp)
+            email = await ctx.deps.store.send_email(actor(ctx), draft, smtp)
     except MailComposeError as exc:  # validation should have caught it; the outbox says failed
         raise ToolHandlerError(
             "email_invalid", f"{exc}; fix the recipient, subject or body and try again"

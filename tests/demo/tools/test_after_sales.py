@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.demo.fixtures import DELIVERED_ORDER, FOREIGN_ORDER, LI_LEI, SHIPPED_ORDER
+from app.demo.tools.after_sales import request_refund, request_return
 from app.errors import ToolHandlerError
-from app.tools.builtin.after_sales import request_refund, request_return
-from tests.tools.builtin.conftest import Ctx, conforms, count
+from tests.demo.tools.conftest import Ctx, conforms, count
 
 
 async def _refused(coro: object) -> ToolHandlerError:

@@ -1,0 +1,1 @@
+"""The demo shop's call-centre tools: each handler takes `ToolContext[ShopBackend]`."""
