@@ -41,6 +41,9 @@ class HttpServerProcess:
 
     async def start(self) -> str:
         """Start (on the same port as before, if there was a before); returns the URL."""
+        # A process that crashed on its own is reaped first: left unawaited, its handle was
+        # collected "still running" in some later test (a ResourceWarning, under load).
+        await self.stop()
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, "--port", str(self.port), stdout=asyncio.subprocess.PIPE
         )
