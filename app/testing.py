@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -19,6 +19,7 @@ import uvicorn
 from app.api.http_protocol import serving_options
 from app.events import TERMINAL_TURN_EVENTS, EventType
 from app.llm.gateway import ChatModel
+from app.llm.sse import SseParser
 from app.main import create_app
 from app.runtime import Runtime
 from app.settings import Settings
@@ -71,59 +72,18 @@ class SseEvent:
     raw: str = ""
 
 
-@dataclass
 class SseReader:
-    """Incremental parser following the WHATWG EventSource rules (id, event, data, comments)."""
+    """The events of one stream as tests read them: `app.llm.sse`'s parser, data as JSON."""
 
-    buffer: str = ""
-    last_event_id: str | None = None
-    retry_ms: int | None = None
-    comments: int = 0
-    _data: list[str] = field(default_factory=list)
-    _event: str = ""
-    _id: str | None = None
+    def __init__(self) -> None:
+        self.parser = SseParser()
+
+    @property
+    def comments(self) -> int:
+        return self.parser.comments
 
     def feed(self, chunk: str) -> list[SseEvent]:
-        self.buffer += chunk
-        out: list[SseEvent] = []
-        while True:
-            idx = min(
-                (i for i in (self.buffer.find("\n"), self.buffer.find("\r")) if i >= 0), default=-1
-            )
-            if idx < 0:
-                return out
-            line = self.buffer[:idx]
-            skip = 2 if self.buffer[idx : idx + 2] == "\r\n" else 1
-            self.buffer = self.buffer[idx + skip :]
-            event = self._line(line)
-            if event is not None:
-                out.append(event)
-
-    def _line(self, line: str) -> SseEvent | None:
-        if line == "":
-            if self._id is not None:
-                self.last_event_id = self._id
-            if not self._data:
-                self._event = ""
-                return None
-            raw = "\n".join(self._data)
-            event = SseEvent(self.last_event_id, self._event or "message", _json(raw), raw)
-            self._data, self._event = [], ""
-            return event
-        if line.startswith(":"):
-            self.comments += 1
-            return None
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id" and "\0" not in value:
-            self._id = value
-        elif name == "retry" and value.isdigit():
-            self.retry_ms = int(value)
-        return None
+        return [SseEvent(e.id, e.event, _json(e.data), e.data) for e in self.parser.feed(chunk)]
 
 
 def _json(raw: str) -> Any:

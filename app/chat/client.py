@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from app.llm.sse import SseParser
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -43,23 +45,13 @@ class Answer:
 
 def frames(lines: Iterator[str]) -> Iterator[Frame]:
     """Events from SSE lines (comments and keep-alives skipped)."""
-    seq: int | None = None
-    event, data = "", list[str]()
+    parser = SseParser()
     for line in lines:
-        if not line:
-            if data:
-                payload = json.loads("\n".join(data))
-                yield Frame(seq, event or "message", payload if isinstance(payload, dict) else {})
-            event, data = "", list[str]()
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "id" and value.isdigit():
-            seq = int(value)
-        elif name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
+        event = parser.line(line)
+        if event is not None:
+            payload = json.loads(event.data)
+            seq = int(event.id) if event.id is not None and event.id.isdigit() else None
+            yield Frame(seq, event.event, payload if isinstance(payload, dict) else {})
 
 
 class HermesClient:

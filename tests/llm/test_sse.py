@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.llm.sse import event_data
+from app.llm.sse import ServerEvent, SseParser, event_data
 
 
 async def _lines(*lines: bytes) -> AsyncIterator[bytes]:
@@ -47,3 +47,26 @@ async def test_blank_lines_alone_are_no_events() -> None:
 async def test_bytes_that_are_not_utf8_raise() -> None:
     with pytest.raises(UnicodeDecodeError):
         await _read(b"data: \xff\n", b"\n")
+
+
+def test_the_parser_keeps_the_last_id_reads_names_retry_and_counts_comments() -> None:
+    parser = SseParser()
+    chunks = [
+        "id: 7\nevent: turn.started\nda",
+        "ta: {}\n\n: keep-alive\r\ndata: x\r",
+        "\rid: a\0b\n\n",
+    ]
+    events = [e for chunk in chunks for e in parser.feed(chunk)]
+    assert events == [ServerEvent("7", "turn.started", "{}"), ServerEvent("7", "message", "x")]
+    assert parser.comments == 1
+    assert parser.feed("retry: 1500\nretry: soon\n") == [] and parser.retry_ms == 1500
+
+
+def test_an_event_with_no_data_is_no_event_and_forgets_its_name() -> None:
+    parser = SseParser()
+    assert [parser.line(x) for x in ("event: ping", "", "data: y", "")] == [
+        None,
+        None,
+        None,
+        ServerEvent(None, "message", "y"),
+    ]
