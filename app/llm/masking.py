@@ -67,10 +67,4 @@ def mask_provider_text(text: str, limit: int = 160) -> str:
     return line
 
 
-def describe_exception(exc: BaseException, limit: int = 160) -> str:
-    """An exception's masked first line, or its type's name when it says nothing."""
-    masked = mask_provider_text(str(exc), limit)
-    return masked or type(exc).__name__
-
-
 Redact = Callable[[str], str]

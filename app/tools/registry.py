@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from app.tools.handlers import Runner
 from app.tools.spec import ToolSpec
@@ -55,6 +54,3 @@ class ToolRegistry:
             else (self._tools[n] for n in names if n in self._tools)
         )
         return [t.spec for t in chosen if t.offered]
-
-    def model_tools(self, specs: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-        return [s.model_schema() for s in specs]
