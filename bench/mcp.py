@@ -33,10 +33,10 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from app.settings import Settings  # noqa: E402
 from app.tools.context import ToolContext, TurnScope  # noqa: E402
-from app.tools.mcp.manager import McpManager  # noqa: E402
 from app.tools.mcp.config import parse_mcp_config  # noqa: E402
-from app.tools.mcp.testing import SCRIPTED_SERVER, http_server  # noqa: E402
+from app.tools.mcp.manager import McpManager  # noqa: E402
 from app.tools.registry import ToolRegistry  # noqa: E402
+from tests.mcp_servers.processes import SCRIPTED_SERVER, http_server  # noqa: E402
 
 ARGS = {"text": "order 202405201234 shipped"}
 Call = Callable[[], Awaitable[Any]]

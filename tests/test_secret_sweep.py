@@ -39,7 +39,7 @@ from app.demo.fixtures import DELIVERED_ORDER, LI_LEI
 from app.demo.testing import SmtpSink
 from app.llm.testing import FakeLLMServer, RecordedRequest, Reply, Step, ToolCall, ToolCalls
 from app.testing import LiveService, serve, stream_turn
-from app.tools.mcp.testing import scripted_stdio
+from tests.mcp_servers.processes import scripted_stdio
 from tests.tools.mcp.helpers import CONNECT_S
 
 # -- what is planted ---------------------------------------------------------------------------

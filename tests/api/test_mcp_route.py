@@ -21,8 +21,8 @@ import uvicorn
 
 from app.testing import LiveService, serve
 from app.tools.mcp.manager import McpManager
-from app.tools.mcp.testing import SCRIPTED_SERVER, scripted_stdio
 from tests.api.test_sessions import assert_error
+from tests.mcp_servers.processes import SCRIPTED_SERVER, scripted_stdio
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
 from tests.tools.mcp.test_turn import write_config
 

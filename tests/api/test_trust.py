@@ -10,8 +10,8 @@ from typing import Any
 
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.testing import LiveService, SseEvent, serve, stream_turn, stream_turn_deciding
-from app.tools.mcp.testing import scripted_stdio
 from tests.conftest import FIXTURE_TOOLS, new_session
+from tests.mcp_servers.processes import scripted_stdio
 from tests.tools.fixture_tools import REC
 from tests.tools.mcp.helpers import CONNECT_S
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from app.errors import ToolHandlerError
-from app.tools.mcp.testing import http_server, scripted_stdio
+from tests.mcp_servers.processes import http_server, scripted_stdio
 from tests.tools.mcp.conftest import ManagerFactory
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
 

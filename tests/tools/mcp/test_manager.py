@@ -17,9 +17,9 @@ from app.tools.context import TurnScope
 from app.tools.executor import ToolExecutor
 from app.tools.mcp.naming import MAX_LENGTH
 from app.tools.mcp.store import FIRST_SEEN, SqliteDefinitionStore
-from app.tools.mcp.testing import http_server, scripted_stdio
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
+from tests.mcp_servers.processes import http_server, scripted_stdio
 from tests.tools.mcp.conftest import ManagerFactory
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
 

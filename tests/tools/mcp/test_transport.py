@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from app.tools.mcp.secrets import MASK
-from app.tools.mcp.testing import scripted_stdio
 from app.tools.mcp.transport import child_environment
+from tests.mcp_servers.processes import scripted_stdio
 from tests.tools.mcp.conftest import ManagerFactory
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.testing import serve, stream_turn
-from app.tools.mcp.testing import scripted_stdio
 from tests.conftest import new_session
+from tests.mcp_servers.processes import scripted_stdio
 from tests.tools.mcp.helpers import CONNECT_S, call
 
 

@@ -1,4 +1,4 @@
-"""For tests, benchmarks and demos: run an MCP server over HTTP as a subprocess.
+"""For tests and benchmarks: run an MCP server over HTTP as a subprocess.
 
 `HttpServerProcess` starts a command that prints `listening on <url>` once it accepts
 connections (as `tests/mcp_servers/scripted_server.py --http` does), and can kill and restart
@@ -14,9 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from app.settings import PROJECT_ROOT
-
-SCRIPTED_SERVER = PROJECT_ROOT / "tests" / "mcp_servers" / "scripted_server.py"
+SCRIPTED_SERVER = Path(__file__).with_name("scripted_server.py")
 _LISTENING = re.compile(rb"listening on (http://127\.0\.0\.1:(\d+)\S*)")
 
 
