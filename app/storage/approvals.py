@@ -18,6 +18,7 @@ from app import events
 from app.errors import InternalError
 from app.storage import audit
 from app.storage.records import dumps, new_id
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.tx import Store, Tx
 
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
@@ -70,6 +71,7 @@ def _get(tx: Tx, approval_id: str) -> Approval | None:
 class ApprovalStore(Store):
     async def create(
         self,
+        writer: SessionWriter,
         *,
         tenant_id: str,
         session_id: str,
@@ -124,10 +126,11 @@ class ApprovalStore(Store):
             )
             return approval
 
-        return await self.transact(create)
+        return await self.transact(writer, create)
 
     async def decide(
         self,
+        writer: SessionWriter,
         *,
         tenant_id: str,
         session_id: str,
@@ -170,7 +173,7 @@ class ApprovalStore(Store):
                 )
             return _get(tx, approval_id), True
 
-        approval, accepted = await self.transact(decide)
+        approval, accepted = await self.transact(writer, decide)
         if approval is not None and not accepted:
             raise ApprovalNotPending(approval)
         return approval
@@ -189,7 +192,8 @@ class ApprovalStore(Store):
         return None if row is None else Approval.from_row(row)
 
     async def audit_full_read(self, approvals: list[Approval], *, actor: str, role: str) -> None:
-        """Record that `actor` is being shown these approvals' unmasked arguments."""
+        """Record that `actor` is being shown these approvals' unmasked arguments (the audit's
+        write: of no one session)."""
 
         def write(tx: Tx) -> None:
             for approval in approvals:
@@ -205,7 +209,7 @@ class ApprovalStore(Store):
                 )
 
         if approvals:
-            await self.transact(write)
+            await self.transact(NO_SESSION, write)
 
     async def list_for_session(
         self, tenant_id: str, session_id: str, status: str | None = None
@@ -220,7 +224,8 @@ class ApprovalStore(Store):
 
     async def expire_all_pending(self, now: float | None = None) -> int:
         """At start-up: nobody is waiting for these any more. With `now`, only those of
-        sessions no live process owns (a lease held past `now` means its owner still waits)."""
+        sessions no live process owns (a lease held past `now` means its owner still waits).
+        One transaction over many sessions, of none of them."""
 
         def expire(tx: Tx) -> int:
             if now is None:
@@ -236,7 +241,7 @@ class ApprovalStore(Store):
                 _set(tx, Approval.from_row(row), "expired", "system", "the service restarted")
             return len(rows)
 
-        return await self.transact(expire)
+        return await self.transact(NO_SESSION, expire)
 
 
 def expire_pending_of_turn(tx: Tx, turn_id: str, reason: str) -> int:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.storage.records import dumps
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
 
 
@@ -79,6 +80,7 @@ class AuditStore(Store):
         details: dict[str, Any] | None = None,
     ) -> None:
         await self.transact(
+            NO_SESSION,
             lambda tx: record(
                 tx,
                 tenant_id=tenant_id,
@@ -88,7 +90,7 @@ class AuditStore(Store):
                 target_id=target_id,
                 session_id=session_id,
                 details=details,
-            )
+            ),
         )
 
     async def list(

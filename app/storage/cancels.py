@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.tx import Store, Tx
 
 
@@ -46,8 +47,8 @@ def request_cancel(tx: Tx, session_id: str) -> CancelRequest | None:
 
 
 class CancelStore(Store):
-    async def request(self, session_id: str) -> CancelRequest | None:
-        return await self.transact(lambda tx: request_cancel(tx, session_id))
+    async def request(self, writer: SessionWriter, session_id: str) -> CancelRequest | None:
+        return await self.transact(writer, lambda tx: request_cancel(tx, session_id))
 
     async def pending(self, owner: str) -> list[tuple[str, str]]:
         """(session, turn) of the running turns with a cancel request, in sessions whose lease

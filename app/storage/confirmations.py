@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from app import events
 from app.storage.records import dumps, new_id
+from app.storage.session_writer import SessionWriter
 from app.storage.tx import Store, Tx
 
 ConfirmationStatus = Literal["pending", "confirmed", "declined", "superseded", "expired"]
@@ -74,6 +75,7 @@ def _pending(tx: Tx, session_id: str) -> Confirmation | None:
 class ConfirmationStore(Store):
     async def create(
         self,
+        writer: SessionWriter,
         *,
         tenant_id: str,
         session_id: str,
@@ -112,7 +114,7 @@ class ConfirmationStore(Store):
             assert found is not None
             return found
 
-        return await self.transact(create)
+        return await self.transact(writer, create)
 
     async def pending(self, session_id: str) -> Confirmation | None:
         row = await self.db.fetchone(
@@ -132,7 +134,11 @@ class ConfirmationStore(Store):
         return frozenset(confirmed_call_id(row[0]) for row in rows)
 
     async def resolve(
-        self, confirmation_id: str, status: ConfirmationStatus, turn_id: str
+        self,
+        writer: SessionWriter,
+        confirmation_id: str,
+        status: ConfirmationStatus,
+        turn_id: str,
     ) -> Confirmation | None:
         """Move a pending confirmation to `status`; None if it is no longer pending. A
         confirmation past its deadline becomes `expired` whatever was asked."""
@@ -150,4 +156,4 @@ class ConfirmationStore(Store):
             assert updated is not None
             return Confirmation.from_row(updated)
 
-        return await self.transact(resolve)
+        return await self.transact(writer, resolve)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
 
 _FIELDS = ("id", "tenant_id", "role", "subject", "user_id", "digest", "created_at", "expires_at")
@@ -41,7 +42,7 @@ class DeskSessionStore(Store):
                 [getattr(session, name) for name in _FIELDS],
             )
 
-        await self.transact(create)
+        await self.transact(NO_SESSION, create)  # a sign-in, not a conversation
 
     async def get(self, session_id: str) -> DeskSession | None:
         """Any tenant's sign-in by its id (authentication: the id comes from the cookie)."""
@@ -58,4 +59,4 @@ class DeskSessionStore(Store):
             )
             return cur.rowcount > 0
 
-        return await self.transact(delete)
+        return await self.transact(NO_SESSION, delete)

@@ -14,38 +14,38 @@ DATABASE_URL = "HERMES_DATABASE_URL"
 
 def database_for(settings: Settings) -> Database:
     """The configured database, not yet open: PostgreSQL when HERMES_DATABASE_URL says so."""
-    url = settings.postgres_url
+    url = settings.storage.postgres_url
     if url is None:
         return SqliteDatabase(
-            settings.db_path,
-            migrations_dir=settings.migrations_dir,
-            synchronous=settings.db_synchronous,
-            busy_timeout_ms=settings.db_busy_timeout_ms,
-            read_connections=settings.db_read_connections,
-            wal_autocheckpoint_pages=settings.db_wal_autocheckpoint_pages,
-            wal_max_bytes=settings.db_wal_max_mb * 2**20,
-            auto_vacuum_convert_max_bytes=settings.db_auto_vacuum_convert_max_mb * 2**20,
+            settings.storage.db_path,
+            migrations_dir=settings.storage.migrations_dir,
+            synchronous=settings.storage.synchronous,
+            busy_timeout_ms=settings.storage.busy_timeout_ms,
+            read_connections=settings.storage.read_connections,
+            wal_autocheckpoint_pages=settings.storage.wal_autocheckpoint_pages,
+            wal_max_bytes=settings.storage.wal_max_mb * 2**20,
+            auto_vacuum_convert_max_bytes=settings.storage.auto_vacuum_convert_max_mb * 2**20,
         )
     from app.storage.postgres.database import PostgresDatabase  # psycopg only when used
 
     return PostgresDatabase(
         url,
-        migrations_dir=settings.migrations_dir / "postgres",
-        read_connections=settings.db_pool_size,
-        write_connections=settings.db_write_connections,
-        connect_timeout_s=settings.db_connect_timeout_s,
+        migrations_dir=settings.storage.migrations_dir / "postgres",
+        read_connections=settings.storage.pool_size,
+        write_connections=settings.storage.write_connections,
+        connect_timeout_s=settings.storage.connect_timeout_s,
     )
 
 
 def check_database(settings: Settings) -> None:
     """Start-up's check that the configured PostgreSQL answers: one connection, closed again.
     Raises ConfigError naming HERMES_DATABASE_URL (never the password)."""
-    url = settings.postgres_url
+    url = settings.storage.postgres_url
     if url is None:
         return
     import psycopg
 
-    timeout = max(1, int(settings.db_connect_timeout_s))
+    timeout = max(1, int(settings.storage.connect_timeout_s))
     try:
         psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
     except psycopg.Error as exc:
@@ -56,7 +56,7 @@ def check_database(settings: Settings) -> None:
 
 async def open_database(settings: Settings) -> Database:
     db = database_for(settings)
-    url = settings.postgres_url
+    url = settings.storage.postgres_url
     if url is None:
         return await db.open()
     import psycopg

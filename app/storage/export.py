@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.storage.events import SELECT_EVENTS, payloads
+from app.storage.event_log import SELECT_EVENTS, payloads
 from app.storage.port import Database
 from app.storage.purge import RetentionPolicy
 from app.storage.records import dumps
@@ -77,7 +77,7 @@ async def _session_rows(
 
 def _select(table: str) -> str:
     """A session's rows of `table`; events with their session, tenant and turn ids (the row
-    itself has integer keys: app/storage/events.py), in order."""
+    itself has integer keys: app/storage/event_log.py), in order."""
     if table == "events":
         return f"{SELECT_EVENTS} ORDER BY e.seq"
     column = "id" if table == "sessions" else "session_id"

@@ -1,5 +1,6 @@
-"""The fence around one owner's writes to a session: set while a worker holds the session's
-lease, checked inside every transaction that worker (and every task it starts) submits.
+"""The fence around one owner's writes to a session: the session's lease as its worker holds
+it, carried by the worker's `SessionWriter` (app/storage/session_writer.py) and checked inside
+every transaction written with that handle (app/storage/writer.py).
 
 A write from an owner whose lease was taken over raises `LeaseLost` in its own transaction,
 before anything is written: the stale owner stops, the new owner's work stands.
@@ -7,14 +8,10 @@ before anything is written: the stale owner stops, the new owner's work stands.
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from app.errors import StorageError
-
-if TYPE_CHECKING:
-    from app.storage.tx import Tx
+from app.storage.port import Connection, dialect_of
 
 
 class LeaseLost(StorageError):
@@ -28,11 +25,7 @@ class Fence:
     token: int
 
 
-# Set by the session's worker once it holds the lease; tasks it starts inherit it.
-current: contextvars.ContextVar[Fence | None] = contextvars.ContextVar("hermes_fence", default=None)
-
-
-def check(tx: Tx, fence: Fence) -> None:
+def check(conn: Connection, fence: Fence) -> None:
     """Raise `LeaseLost` unless `fence` still holds the session's lease.
 
     On PostgreSQL the check locks the lease row until this transaction ends, so a takeover
@@ -41,14 +34,14 @@ def check(tx: Tx, fence: Fence) -> None:
     an engine whose connection keeps `fences_checked` (PostgreSQL's: the set of fences checked
     in the current transaction, outside savepoints) skips checking the same fence again in
     the same transaction — several jobs of one session committed together."""
-    checked: set[Fence] | None = getattr(tx.conn, "fences_checked", None)
+    checked: set[Fence] | None = getattr(conn, "fences_checked", None)
     if checked is not None and fence in checked:
         return  # this transaction already holds the lease row locked
-    row = tx.one(
-        "SELECT 1 FROM session_leases WHERE session_id = ? AND owner = ? AND token = ?"
-        + tx.for_update,
+    lock = " FOR UPDATE" if dialect_of(conn) == "postgres" else ""
+    row = conn.execute(
+        "SELECT 1 FROM session_leases WHERE session_id = ? AND owner = ? AND token = ?" + lock,
         (fence.session_id, fence.owner, fence.token),
-    )
+    ).fetchone()
     if row is None:
         raise LeaseLost(
             f"session {fence.session_id} was taken over; this process stops writing to it"

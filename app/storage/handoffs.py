@@ -6,8 +6,8 @@ customer is told something (their place in the queue, the fallback), the message
 The words are the caller's (`app.conversation.handoff`): this module stores, it does not speak.
 
 While a handoff is claimed no bot turn runs for the session: a customer's message is stored
-here as a held message (`hold`), and a turn queued before the claim is failed when a worker
-would start it (`app.storage.turns`).
+here for the agent (`store_for_agent`), and a turn queued before the claim is failed when a
+worker would start it (`claimed_by_agent`, read by `app.conversation.claims`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Any, Literal
 
 from app import events
 from app.errors import HandoffConflict, HandoffNotFound, NotHandoffAgent, SessionNotFound
-from app.storage import audit, writer
+from app.storage import audit
 from app.storage.messages import insert_message
 from app.storage.records import Message, new_id
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import find_session
-from app.storage.tx import Store, Tx
+from app.storage.tx import Refused, Store, Tx
 
 HandoffStatus = Literal["waiting", "claimed", "released", "expired", "closed"]
 OPEN = ("waiting", "claimed")
@@ -95,6 +96,14 @@ def position(tx: Tx, handoff: Handoff) -> int:
     return int(ahead) + 1
 
 
+def claimed_by_agent(tx: Tx, session_id: str) -> bool:
+    """A human agent holds the session now (its handoff is claimed)."""
+    row = tx.one(
+        "SELECT 1 FROM handoffs WHERE session_id = ? AND status = 'claimed'", (session_id,)
+    )
+    return row is not None
+
+
 def _last_turn(tx: Tx, session_id: str) -> tuple[str | None, int]:
     """The turn a message outside any turn joins: the session's last (conversation order is
     (turn number, insertion), so it comes after everything said so far)."""
@@ -144,6 +153,7 @@ def say(
 class HandoffStore(Store):
     async def request(
         self,
+        writer: SessionWriter,
         tenant_id: str,
         session_id: str,
         *,
@@ -156,9 +166,9 @@ class HandoffStore(Store):
         """Queue the session for a human agent (once: an open handoff is returned as it is),
         announce it and, with `notice`, tell the customer where they stand."""
 
-        def request(tx: Tx) -> Requested:
+        def request(tx: Tx) -> Requested | Refused:
             if find_session(tx, tenant_id, session_id) is None:
-                raise SessionNotFound("no such session", session_id=session_id)
+                return Refused(SessionNotFound("no such session", session_id=session_id))
             current = open_handoff(tx, session_id)
             if current is not None:
                 place = position(tx, current) if current.status == "waiting" else 0
@@ -195,20 +205,24 @@ class HandoffStore(Store):
                 )
             return Requested(handoff, created=True, position=place)
 
-        return await self.transact(request)
+        return await self.transact(writer, request)
 
     async def claim(
-        self, tenant_id: str, session_id: str, agent: str, role: str
+        self, writer: SessionWriter, tenant_id: str, session_id: str, agent: str, role: str
     ) -> tuple[Handoff, bool]:
         """The agent takes the session: the bot is paused. Claiming one's own claim again is
         harmless (False: nothing changed); another agent's is a conflict. Audited."""
 
-        def claim(tx: Tx) -> tuple[Handoff, bool]:
+        def claim(tx: Tx) -> tuple[Handoff, bool] | Refused:
             handoff = _open_of(tx, tenant_id, session_id)
+            if isinstance(handoff, Refused):
+                return handoff
             if handoff.status == "claimed":
                 if handoff.claimed_by == agent:
                     return handoff, False
-                raise HandoffConflict("another agent holds this session", session_id=session_id)
+                return Refused(
+                    HandoffConflict("another agent holds this session", session_id=session_id)
+                )
             row = tx.one(
                 f"UPDATE handoffs SET status = 'claimed', claimed_by = ?, claimed_at = ?"
                 f" WHERE id = ? RETURNING {_COLUMNS}",
@@ -220,57 +234,78 @@ class HandoffStore(Store):
             _audit(tx, handoff, agent, role, "handoff.claim", {"waited_s": round(waited, 3)})
             return claimed, True
 
-        return await self.transact(claim)
+        return await self.transact(writer, claim)
 
     async def release(
-        self, tenant_id: str, session_id: str, agent: str, role: str, *, override: bool
+        self,
+        writer: SessionWriter,
+        tenant_id: str,
+        session_id: str,
+        agent: str,
+        role: str,
+        *,
+        override: bool,
     ) -> Handoff:
         """Hand the session back to the bot (the claiming agent, or anyone with `override`)."""
 
-        def release(tx: Tx) -> Handoff:
+        def release(tx: Tx) -> Handoff | Refused:
             handoff = _open_of(tx, tenant_id, session_id)
+            if isinstance(handoff, Refused):
+                return handoff
             if handoff.status != "claimed":
-                raise HandoffConflict("nobody holds this session yet", session_id=session_id)
-            if handoff.claimed_by != agent and not override:
-                raise NotHandoffAgent(
-                    "another agent holds this session; only they or an operator may release it",
-                    session_id=session_id,
+                return Refused(
+                    HandoffConflict("nobody holds this session yet", session_id=session_id)
                 )
+            if handoff.claimed_by != agent and not override:
+                return Refused(NotHandoffAgent(_NOT_YOURS, session_id=session_id))
             released = _end(tx, handoff, "released", agent)
             _audit(tx, handoff, agent, role, "handoff.release")
             return released
 
-        return await self.transact(release)
+        return await self.transact(writer, release)
 
     async def agent_says(
-        self, tenant_id: str, session_id: str, agent: str, text: str, extra: dict[str, Any]
+        self,
+        writer: SessionWriter,
+        tenant_id: str,
+        session_id: str,
+        agent: str,
+        text: str,
+        extra: dict[str, Any],
     ) -> Message:
         """The holding agent's message to the customer (`message.completed`, author agent)."""
 
-        def agent_says(tx: Tx) -> Message:
+        def agent_says(tx: Tx) -> Message | Refused:
             handoff = _open_of(tx, tenant_id, session_id)
+            if isinstance(handoff, Refused):
+                return handoff
             if handoff.status != "claimed" or handoff.claimed_by != agent:
-                raise HandoffConflict(
-                    "claim the session before writing to its customer", session_id=session_id
+                return Refused(
+                    HandoffConflict(
+                        "claim the session before writing to its customer", session_id=session_id
+                    )
                 )
             return say(tx, handoff, text, author="agent", agent=agent, **extra)
 
-        return await self.transact(agent_says)
+        return await self.transact(writer, agent_says)
 
-    async def hold(self, tenant_id: str, session_id: str, text: str) -> Message | None:
+    async def store_for_agent(
+        self, writer: SessionWriter, tenant_id: str, session_id: str, text: str
+    ) -> Message | None:
         """While an agent holds the session: store the customer's message for them (no bot
         turn) and return it; otherwise None (the message becomes a turn).
 
         One read decides in the common case (no agent holds it); a claim that commits between
-        this read and the turn's acceptance fails that turn before it starts (`_claim`)."""
-        held = await self.db.fetchone(
+        this read and the turn's acceptance fails that turn before it starts
+        (`app.conversation.claims`)."""
+        claimed = await self.db.fetchone(
             "SELECT 1 FROM handoffs WHERE session_id = ? AND tenant_id = ? AND status = 'claimed'",
             (session_id, tenant_id),
         )
-        if held is None:
+        if claimed is None:
             return None
 
-        def hold(tx: Tx) -> Message | None:
+        def for_agent(tx: Tx) -> Message | None:
             if find_session(tx, tenant_id, session_id) is None:
                 return None
             handoff = open_handoff(tx, session_id)
@@ -278,14 +313,15 @@ class HandoffStore(Store):
                 return None
             return say(tx, handoff, text, author="customer", role="user")
 
-        return await self.transact(hold)
+        return await self.transact(writer, for_agent)
 
     async def expire_waiting(
         self, cutoff: float, fallback: Callable[[Handoff, str], str]
     ) -> list[Handoff]:
         """Handoffs waiting since before `cutoff`: expired, a call-back ticket opened, the
         customer told (`fallback(handoff, ticket_id)`: the words). One transaction per
-        session, on the session's write lane; a handoff claimed meanwhile stays claimed."""
+        session, on the session's lane (no lease: like a request, this task owns none of them);
+        a handoff claimed meanwhile stays claimed."""
         rows = await self.db.fetchall(
             f"SELECT {_COLUMNS} FROM handoffs WHERE status = 'waiting' AND requested_at < ?"
             " ORDER BY requested_at LIMIT 100",
@@ -294,17 +330,15 @@ class HandoffStore(Store):
         done = []
         for row in rows:
             handoff = Handoff.from_row(row)
-            token = writer.lane.set(handoff.session_id)
-            try:
-                expire = functools.partial(_expire, handoff=handoff, fallback=fallback)
-                expired = await self.transact(expire)
-            finally:
-                writer.lane.reset(token)
+            expire = functools.partial(_expire, handoff=handoff, fallback=fallback)
+            expired = await self.transact(SessionWriter(handoff.session_id), expire)
             if expired is not None:
                 done.append(expired)
         return done
 
-    async def close_open(self, tenant_id: str, session_id: str, actor: str) -> Handoff | None:
+    async def close_open(
+        self, writer: SessionWriter, tenant_id: str, session_id: str, actor: str
+    ) -> Handoff | None:
         """The session ends: its open handoff (if any) closes with it."""
 
         def close(tx: Tx) -> Handoff | None:
@@ -313,14 +347,18 @@ class HandoffStore(Store):
                 return None
             return _end(tx, handoff, "closed", actor)
 
-        return await self.transact(close)
+        return await self.transact(writer, close)
 
-    async def announce_suggestion(self, handoff: Handoff, suggestion: dict[str, Any]) -> None:
+    async def announce_suggestion(
+        self, writer: SessionWriter, handoff: Handoff, suggestion: dict[str, Any]
+    ) -> None:
         """A draft for the agent: an event only (the agent sends it, or not, as their own)."""
         event = events.suggestion_ready(
             suggestion["suggestion_id"], suggestion["text"], suggestion["for_message_id"]
         )
-        await self.transact(lambda tx: tx.emit(handoff.session_id, handoff.tenant_id, *event))
+        await self.transact(
+            writer, lambda tx: tx.emit(handoff.session_id, handoff.tenant_id, *event)
+        )
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -366,12 +404,18 @@ class HandoffStore(Store):
         return [Message.from_row(r) for r in rows]
 
 
-def _open_of(tx: Tx, tenant_id: str, session_id: str) -> Handoff:
+_NOT_YOURS = "another agent holds this session; only they or an operator may release it"
+
+
+def _open_of(tx: Tx, tenant_id: str, session_id: str) -> Handoff | Refused:
+    """The session's open handoff, or the refusal to act on it (returned: app/storage/tx.py)."""
     if find_session(tx, tenant_id, session_id) is None:
-        raise SessionNotFound("no such session", session_id=session_id)
+        return Refused(SessionNotFound("no such session", session_id=session_id))
     handoff = open_handoff(tx, session_id)
     if handoff is None:
-        raise HandoffNotFound("this session is not waiting for an agent", session_id=session_id)
+        return Refused(
+            HandoffNotFound("this session is not waiting for an agent", session_id=session_id)
+        )
     return handoff
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.errors import DatabaseClosed
 from app.storage import audit
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
 
 _FIELDS = (
@@ -141,7 +142,7 @@ class KeyStore(Store):
             _audit(tx, "key.created", record, actor)
             return record
 
-        return await self.transact(create)
+        return await self.transact(NO_SESSION, create)
 
     async def get(self, key_id: str) -> KeyRecord | None:
         """Any tenant's key by its id (authentication: the id comes from the key itself)."""
@@ -178,7 +179,7 @@ class KeyStore(Store):
             _audit(tx, "key.revoked", record, actor)
             return _find(tx, tenant_id, key_id)
 
-        return await self.transact(revoke)
+        return await self.transact(NO_SESSION, revoke)
 
     async def rotate(
         self, tenant_id: str, key_id: str, new: NewKey, actor: Actor
@@ -208,17 +209,18 @@ class KeyStore(Store):
             _audit(tx, "key.rotated", old, actor, new_key_id=new.id)
             return record
 
-        return await self.transact(rotate)
+        return await self.transact(NO_SESSION, rotate)
 
     def touch(self, key_id: str, at: float) -> None:
         """Note a use, without waiting (the caller writes at most once a minute per key)."""
         try:
             future = self.transact_nowait(
+                NO_SESSION,
                 lambda tx: tx.execute(
                     "UPDATE api_keys SET last_used_at = ? WHERE id = ?"
                     " AND (last_used_at IS NULL OR last_used_at < ?)",
                     (at, key_id, at),
-                )
+                ),
             )
         except DatabaseClosed:  # shutting down: the time is not worth failing a request
             return

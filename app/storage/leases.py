@@ -5,7 +5,8 @@ alive for every session a process holds by one statement per writer lane (`Lease
 and let go in the transaction that finds nothing more to run (`release`). The token grows by
 one each time the lease is taken (from another owner, or again after a release or expiry) and
 never goes back (a released row stays, with
-`expires_at = 0`); `app.storage.fence` checks it inside every write of the owner's turns.
+`expires_at = 0`); `app.storage.fence` checks it inside every write made with the owner's
+`SessionWriter` (app/storage/session_writer.py).
 
 Times are the processes' own clocks (Unix seconds): across machines they must agree to well
 within a lease's length (NTP does).
@@ -19,8 +20,8 @@ import secrets
 import socket
 from collections.abc import Callable, Sequence
 
-from app.storage import writer
 from app.storage.fence import Fence
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.tx import Store, Tx
 
 _CHUNK = 500  # sessions renewed per statement (bound parameters stay far below any limit)
@@ -85,10 +86,15 @@ def dead_local_owner(owner: str, host: str | None = None) -> bool:
 
 class LeaseStore(Store):
     async def acquire(self, session_id: str, owner: str, ttl_s: float) -> int | None:
-        return await self.transact(lambda tx: acquire(tx, session_id, owner, ttl_s))
+        """Take or keep the session's lease (on its lane: no lease held yet to fence it)."""
+        return await self.transact(
+            SessionWriter(session_id), lambda tx: acquire(tx, session_id, owner, ttl_s)
+        )
 
     async def release(self, fence: Fence) -> None:
-        await self.transact(lambda tx: release(tx, fence))
+        """Let go of the lease held under `fence`, on the session's lane (its statement checks
+        the fence itself: a stale owner's release changes nothing)."""
+        await self.transact(SessionWriter(fence.session_id), lambda tx: release(tx, fence))
 
     async def renew(self, owner: str, held: dict[str, int], ttl_s: float) -> dict[str, int]:
         """Push on every lease in `held` (session -> token) that `owner` still holds; the ones
@@ -121,8 +127,9 @@ class LeaseStore(Store):
             groups.setdefault(self.db.lane_of(session_id), {})[session_id] = token
         futures = []
         for group in groups.values():
-            with writer.on_lane(next(iter(group))):
-                futures.append(self.transact_nowait(renew(group)))
+            # Every session of the group takes this lane: the first one's handle names it.
+            lane = SessionWriter(next(iter(group)))
+            futures.append(self.transact_nowait(lane, renew(group)))
         lost: dict[str, int] = {}
         for result, _events in await asyncio.gather(*futures):
             lost.update(result)
@@ -158,7 +165,7 @@ class LeaseStore(Store):
         )
         dead = [str(r[0]) for r in rows if dead_local_owner(str(r[0]))]
         if dead:
-            await self.transact(lambda tx: _expire_owners(tx, dead))
+            await self.transact(NO_SESSION, lambda tx: _expire_owners(tx, dead))
         return dead
 
 

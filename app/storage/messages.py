@@ -46,6 +46,26 @@ def _decode(cursor: str) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
 
+_INSERT_COLUMNS = (
+    "id, session_id, tenant_id, turn_id, turn_number, role, content, tool_calls, tool_call_id,"
+    " name, token_estimate, metadata, created_at"
+)
+_INSERT_SQLITE = (
+    f"INSERT INTO messages ({_INSERT_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk"
+)
+# PostgreSQL draws keys from a sequence, in the order transactions ask, not the order they
+# commit: a session's cached history (app/conversation/history.py) relies on the latter, so the
+# session's row is locked before the key is drawn, in the same statement (no round trip more).
+# It is the lock the transaction's event (`Tx.emit`) takes on the row anyway, only earlier: a
+# second transaction adding to the session waits for the first to commit before it draws.
+_INSERT_POSTGRES = (
+    f"INSERT INTO messages ({_INSERT_COLUMNS})"
+    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ?"
+    " FOR NO KEY UPDATE RETURNING pk"
+)
+
+
 def insert_message(
     tx: Tx,
     *,
@@ -61,29 +81,32 @@ def insert_message(
     name: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Message:
+    """Add a message to the session; its key is drawn in the order the session's messages
+    commit (see `_INSERT_POSTGRES`)."""
     message_id = new_id("msg")
-    inserted = tx.one(
-        "INSERT INTO messages (id, session_id, tenant_id, turn_id, turn_number, role, content,"
-        " tool_calls, tool_call_id, name, token_estimate, metadata, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk",
-        (
-            message_id,
-            session_id,
-            tenant_id,
-            turn_id,
-            turn_number,
-            role,
-            content,
-            None if tool_calls is None else dumps(tool_calls),
-            tool_call_id,
-            name,
-            token_estimate,
-            dumps(metadata or {}),
-            tx.now,
-        ),
+    values = (
+        message_id,
+        session_id,
+        tenant_id,
+        turn_id,
+        turn_number,
+        role,
+        content,
+        None if tool_calls is None else dumps(tool_calls),
+        tool_call_id,
+        name,
+        token_estimate,
+        dumps(metadata or {}),
+        tx.now,
     )
+    if tx.dialect == "postgres":
+        inserted = tx.one(_INSERT_POSTGRES, (*values, session_id))
+    else:
+        inserted = tx.one(_INSERT_SQLITE, values)
+    if inserted is None:
+        raise LookupError(f"session {session_id} vanished")
     return Message(
-        pk=int(inserted[0]) if inserted is not None else 0,
+        pk=int(inserted[0]),
         id=message_id,
         session_id=session_id,
         tenant_id=tenant_id,
@@ -159,11 +182,21 @@ class MessageStore(Store):
         )
         return [Message.from_row(r) for r in rows]
 
+    async def recent_before(self, message: Message, limit: int = 20) -> list[Message]:
+        """Up to `limit` messages just before `message` in its session, the nearest first."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+            " AND (turn_number < ? OR (turn_number = ? AND pk < ?))"
+            " ORDER BY turn_number DESC, pk DESC LIMIT ?",
+            (message.session_id, message.turn_number, message.turn_number, message.pk, limit),
+        )
+        return [Message.from_row(r) for r in rows]
+
     async def get(self, message_id: str) -> Message | None:
         row = await self.db.fetchone(f"SELECT {_COLUMNS} FROM messages WHERE id = ?", (message_id,))
         return None if row is None else Message.from_row(row)
 
-    async def held_arguments(self, turn_id: str) -> dict[str, dict[str, Any]]:
+    async def real_arguments(self, turn_id: str) -> dict[str, dict[str, Any]]:
         """The real arguments of this turn's calls where Hermes holds them to run them, by call
         id: an approval's (what its operator approved), a confirmed call's (what its customer
         confirmed), a side-effecting call's that started and did not end. Stored tool calls

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import MigrationError
+from app.settings import StorageSettings
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -47,7 +48,9 @@ def discover(directory: Path) -> list[Migration]:
     return found
 
 
-def apply_migrations(db_path: Path, directory: Path, busy_timeout_ms: int = 5000) -> list[str]:
+def apply_migrations(
+    db_path: Path, directory: Path, busy_timeout_ms: int = StorageSettings().busy_timeout_ms
+) -> list[str]:
     """Apply pending migrations; returns the names applied (empty when up to date)."""
     migrations = discover(directory)
     conn = sqlite3.connect(db_path, isolation_level=None)

@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from app.storage.session_writer import SessionWriter
 
 T = TypeVar("T")
 Dialect = Literal["sqlite", "postgres"]
@@ -84,8 +87,8 @@ class Database(Protocol):
         """Writer connections, a thread each (app.storage.writer)."""
         ...
 
-    def lane_of(self, key: str | None) -> int:
-        """The writer connection a write for `key` (a session) goes to."""
+    def lane_of(self, session_id: str | None) -> int:
+        """The writer connection the writes of `session_id` go to (None: of no one session)."""
         ...
 
     async def open(self) -> Database: ...
@@ -93,13 +96,20 @@ class Database(Protocol):
     async def close(self) -> None: ...
 
     def submit(
-        self, fn: Callable[[Connection], T], on_commit: Callable[[T], None] | None = None
+        self,
+        writer: SessionWriter | None,
+        fn: Callable[[Connection], T],
+        on_commit: Callable[[T], None] | None = None,
     ) -> asyncio.Future[T]:
-        """Queue a write job; the returned future resolves after its batch commits."""
+        """Queue a write job on `writer`'s lane, under its fence (app/storage/session_writer.py);
+        the returned future resolves after its batch commits."""
         ...
 
     async def write(
-        self, fn: Callable[[Connection], T], on_commit: Callable[[T], None] | None = None
+        self,
+        writer: SessionWriter | None,
+        fn: Callable[[Connection], T],
+        on_commit: Callable[[T], None] | None = None,
     ) -> T: ...
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.settings import Settings
+from app.settings import RetentionSettings
 from app.storage import audit
 from app.storage.periodic import Periodic
 from app.storage.port import Database
@@ -35,6 +35,7 @@ from app.storage.retention import (
     purge_expired_batch,
     purge_sessions_batch,
 )
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -48,26 +49,28 @@ class RetentionPolicy:
     """Days each kind of row is kept; 0 keeps it for ever (as long as its session is kept:
     a session's deletion takes everything of it)."""
 
-    events_days: float = 30.0  # finished sessions' events
-    steps_days: float = 30.0  # finished sessions' steps
-    idempotency_days: float = 30.0  # finished sessions' idempotency records (tool_calls)
-    approvals_days: float = 30.0  # finished sessions' approvals and confirmations
-    messages_days: float = 180.0  # archived sessions: messages, and the session with the rest
-    audit_days: float = 365.0  # audit_log, memory_audit, mcp_tool_decisions
-    batch_rows: int = 250
-    pause_s: float = 0.01
+    events_days: float  # finished sessions' events
+    steps_days: float  # finished sessions' steps
+    idempotency_days: float  # finished sessions' idempotency records (tool_calls)
+    approvals_days: float  # finished sessions' approvals and confirmations
+    messages_days: float  # archived sessions: messages, and the session with the rest
+    audit_days: float  # audit_log, memory_audit, mcp_tool_decisions
+    batch_rows: int
+    pause_s: float
+    interval_s: float  # between purges
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetentionPolicy:
+    def from_settings(cls, settings: RetentionSettings) -> RetentionPolicy:
         return cls(
-            events_days=settings.retention_events_days,
-            steps_days=settings.retention_steps_days,
-            idempotency_days=settings.retention_idempotency_days,
-            approvals_days=settings.retention_approvals_days,
-            messages_days=settings.retention_messages_days,
-            audit_days=settings.retention_audit_days,
-            batch_rows=settings.retention_batch_rows,
-            pause_s=settings.retention_pause_ms / 1000,
+            events_days=settings.events_days,
+            steps_days=settings.steps_days,
+            idempotency_days=settings.idempotency_days,
+            approvals_days=settings.approvals_days,
+            messages_days=settings.messages_days,
+            audit_days=settings.audit_days,
+            batch_rows=settings.batch_rows,
+            pause_s=settings.pause_ms / 1000,
+            interval_s=settings.interval_s,
         )
 
     def cutoffs(self, now: float) -> dict[str, float]:
@@ -114,7 +117,7 @@ class PurgeReport:
 
 
 class Purger(Periodic[PurgeReport]):
-    """Runs `purge()` every `interval_s` seconds until stopped."""
+    """Runs `purge()` every `policy.interval_s` seconds until stopped."""
 
     name = "retention purge"
 
@@ -123,11 +126,10 @@ class Purger(Periodic[PurgeReport]):
         db: Database,
         policy: RetentionPolicy,
         *,
-        interval_s: float = 3600.0,
         on_report: Callable[[PurgeReport], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(interval_s)
+        super().__init__(policy.interval_s)
         self.store = Store(db)
         self.policy = policy
         self.on_report = on_report
@@ -162,7 +164,7 @@ class Purger(Periodic[PurgeReport]):
                     break
                 await asyncio.sleep(self.policy.pause_s)  # queued turns' writes first
         if report.deleted:
-            await self.store.transact(lambda tx: _audit(tx, report, now))
+            await self.store.transact(NO_SESSION, lambda tx: _audit(tx, report, now))
             report.reclaimed_pages = await self.store.db.reclaim(_RECLAIM_PAGES)
         report.wal_bytes = await self.store.db.checkpoint()
         report.duration_s = time.perf_counter() - started
@@ -174,7 +176,7 @@ class Purger(Periodic[PurgeReport]):
         self, batch_fn: Callable[[Tx, str, float, int], Batch], rule: str, cutoff: float
     ) -> Batch:
         limit = self.policy.batch_rows
-        return await self.store.transact(lambda tx: batch_fn(tx, rule, cutoff, limit))
+        return await self.store.transact(NO_SESSION, lambda tx: batch_fn(tx, rule, cutoff, limit))
 
 
 _BATCHES: dict[str, Callable[[Tx, str, float, int], Batch]] = {

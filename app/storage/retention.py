@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from app.storage.events import SESSION_KEY
+from app.storage.event_log import SESSION_KEY
 from app.storage.tx import Tx
 
 # The tables of a session, children first, each with how to pick some of a session's rows

@@ -11,6 +11,7 @@ from typing import Any
 from app import events
 from app.errors import InvalidCursor
 from app.storage.records import SESSION_ID_BYTES, Session, dumps, new_id
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.tx import Store, Tx
 
 _COLUMNS = (
@@ -95,7 +96,8 @@ class SessionStore(Store):
             assert session is not None
             return session
 
-        return await self.transact(create)
+        # On the new session's own lane, like every later write of it.
+        return await self.transact(SessionWriter(session_id), create)
 
     async def find(self, tenant_id: str, session_id: str) -> Session | None:
         row = await self.db.fetchone(
@@ -134,7 +136,7 @@ class SessionStore(Store):
         next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
         return Page(items, next_cursor)
 
-    async def delete(self, tenant_id: str, session_id: str) -> bool:
+    async def delete(self, writer: SessionWriter, tenant_id: str, session_id: str) -> bool:
         """Delete the session and everything of it (the foreign keys cascade), gone from the
         database files too by the time this returns (`Database.scrub`)."""
 
@@ -144,14 +146,15 @@ class SessionStore(Store):
             )
             return cur.rowcount > 0
 
-        deleted = await self.transact(delete)
+        deleted = await self.transact(writer, delete)
         if deleted:
             await self.db.scrub(SESSION_TABLES)
         return deleted
 
     async def archive_idle(self, cutoff: float) -> list[str]:
         """Archive active sessions idle since before `cutoff` that have no open turn and that
-        no human agent holds (the agent closes those)."""
+        no human agent holds (the agent closes those). One transaction over many sessions:
+        it belongs to none of them."""
 
         def archive(tx: Tx) -> list[str]:
             rows = tx.execute(
@@ -171,4 +174,4 @@ class SessionStore(Store):
                 tx.emit(session_id, tenant_id, *events.session_archived(session_id))
             return [r[0] for r in rows]
 
-        return await self.transact(archive)
+        return await self.transact(NO_SESSION, archive)

@@ -25,9 +25,14 @@ from typing import Any
 import aiosqlite
 
 from app.errors import DatabaseClosed, DatabaseUnavailable
+from app.settings import StorageSettings
 from app.storage.migrations import apply_migrations
 from app.storage.port import DbCounts, Dialect
+from app.storage.session_writer import NO_SESSION
 from app.storage.writer import BatchWriter
+
+# The knobs a caller leaves out, as HERMES_DB_* defines them (the service passes its settings).
+DEFAULTS = StorageSettings()
 
 __all__ = ["DbCounts", "SqliteDatabase"]
 
@@ -129,12 +134,12 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
         path: Path | str,
         *,
         migrations_dir: Path | None = None,
-        synchronous: str = "NORMAL",
-        busy_timeout_ms: int = 5000,
-        read_connections: int = 2,
-        wal_autocheckpoint_pages: int = 1000,
-        wal_max_bytes: int = 64 * 2**20,
-        auto_vacuum_convert_max_bytes: int = 256 * 2**20,
+        synchronous: str = DEFAULTS.synchronous,
+        busy_timeout_ms: int = DEFAULTS.busy_timeout_ms,
+        read_connections: int = DEFAULTS.read_connections,
+        wal_autocheckpoint_pages: int = DEFAULTS.wal_autocheckpoint_pages,
+        wal_max_bytes: int = DEFAULTS.wal_max_mb * 2**20,
+        auto_vacuum_convert_max_bytes: int = DEFAULTS.auto_vacuum_convert_max_mb * 2**20,
     ) -> None:
         super().__init__()
         self.wal_autocheckpoint_pages = wal_autocheckpoint_pages
@@ -278,7 +283,7 @@ class SqliteDatabase(BatchWriter[sqlite3.Connection]):
             return 0
         freed = 0
         while True:
-            step = await self.write(lambda conn: _vacuum_step(conn, max(1, pages)))
+            step = await self.write(NO_SESSION, lambda conn: _vacuum_step(conn, max(1, pages)))
             freed += step
             if step < pages:
                 return freed

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from app import events
-from app.storage.events import payloads as event_payloads
+from app.storage.event_log import payloads as event_payloads
 from app.storage.records import dumps, new_id
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.tx import Store, Tx
 
 ActionType = Literal["call_tool", "generate_response", "ask_user", "wait_for_event", "batch"]
@@ -325,33 +326,51 @@ def fail_for_resume(tx: Tx, turn: TurnRef, number: int, error: dict[str, Any]) -
     return _set(tx, queued[0].id, status="failed", finished_at=tx.now, error=error).id
 
 
+def first_retryable(tx: Tx, turn_id: str) -> str | None:
+    """The turn's first step a retry may resume it from (ended failed, timed out or stuck; not
+    a question to the user or a wait)."""
+    row = tx.one(
+        "SELECT id FROM steps WHERE turn_id = ? AND status IN"
+        f" ({', '.join('?' * len(RETRYABLE))})"
+        " AND action_type NOT IN ('ask_user', 'wait_for_event') ORDER BY seq LIMIT 1",
+        (turn_id, *RETRYABLE),
+    )
+    return None if row is None else str(row[0])
+
+
 class StepStore(Store):
     async def enqueue(
-        self, turn: TurnRef, new: list[NewStep], max_depth: int
+        self, writer: SessionWriter, turn: TurnRef, new: list[NewStep], max_depth: int
     ) -> tuple[list[Step], int]:
-        return await self.transact(lambda tx: enqueue_steps(tx, turn, new, max_depth))
+        return await self.transact(writer, lambda tx: enqueue_steps(tx, turn, new, max_depth))
 
-    async def start(self, step_id: str) -> Step:
-        return await self.transact(lambda tx: start_step(tx, step_id))
+    async def start(self, writer: SessionWriter, step_id: str) -> Step:
+        return await self.transact(writer, lambda tx: start_step(tx, step_id))
 
-    async def update(self, step_id: str, **fields: Any) -> Step:
-        return await self.transact(lambda tx: _set(tx, step_id, **fields))
+    async def update(self, writer: SessionWriter, step_id: str, **fields: Any) -> Step:
+        return await self.transact(writer, lambda tx: _set(tx, step_id, **fields))
 
-    async def finish(self, step_id: str, status: StepStatus, **trace: Any) -> Step:
+    async def finish(
+        self, writer: SessionWriter, step_id: str, status: StepStatus, **trace: Any
+    ) -> Step:
         """Record the end of a step (see `finish_step`)."""
-        return await self.transact(lambda tx: finish_step(tx, step_id, status, trace))
+        return await self.transact(writer, lambda tx: finish_step(tx, step_id, status, trace))
 
     async def close_open(
-        self, turn_id: str, status: StepStatus = "skipped", error: dict[str, Any] | None = None
+        self,
+        writer: SessionWriter,
+        turn_id: str,
+        status: StepStatus = "skipped",
+        error: dict[str, Any] | None = None,
     ) -> int:
         """A turn ended abnormally: what it left queued or running will not finish."""
-        return await self.transact(lambda tx: close_open_steps(tx, turn_id, status, error))
+        return await self.transact(writer, lambda tx: close_open_steps(tx, turn_id, status, error))
 
     async def mark_stuck(
         self, started_before: float, turn_ids: list[str] | None = None
     ) -> list[Step]:
         """Steps running since before `started_before` become `stuck` (of `turn_ids` only, when
-        given)."""
+        given): one transaction over many sessions, of none of them."""
         if turn_ids == []:
             return []
 
@@ -375,10 +394,11 @@ class StepStore(Store):
                 for (step_id,) in rows
             ]
 
-        return await self.transact(stuck)
+        return await self.transact(NO_SESSION, stuck)
 
     async def expire_waits(self, now: float) -> list[Step]:
-        """`ask_user` steps whose deadline passed become `timed_out`."""
+        """`ask_user` steps whose deadline passed become `timed_out` (one transaction over many
+        sessions, of none of them)."""
 
         def expire(tx: Tx) -> list[Step]:
             rows = tx.execute(
@@ -390,12 +410,7 @@ class StepStore(Store):
                 _set(tx, step_id, status="timed_out", finished_at=tx.now) for (step_id,) in rows
             ]
 
-        return await self.transact(expire)
-
-    async def answer_ask_user(self, session_id: str, message_id: str) -> list[Step]:
-        """The user wrote again: a waiting `ask_user` step has its answer."""
-
-        return await self.transact(lambda tx: answer_waits(tx, session_id, message_id))
+        return await self.transact(NO_SESSION, expire)
 
     async def for_session(
         self, tenant_id: str, session_id: str, turn_id: str | None = None

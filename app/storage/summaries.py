@@ -8,6 +8,7 @@ from typing import Any
 
 from app import events
 from app.storage.records import Message, dumps
+from app.storage.session_writer import SessionWriter
 from app.storage.tx import Store, Tx
 
 _MESSAGE_COLUMNS = (
@@ -29,10 +30,14 @@ def save_summary(tx: Tx, session_id: str, tenant_id: str, body: dict[str, Any]) 
 
 
 class SummaryStore(Store):
-    async def save(self, session_id: str, tenant_id: str, body: dict[str, Any]) -> None:
-        await self.transact(lambda tx: save_summary(tx, session_id, tenant_id, body))
+    async def save(
+        self, writer: SessionWriter, session_id: str, tenant_id: str, body: dict[str, Any]
+    ) -> None:
+        await self.transact(writer, lambda tx: save_summary(tx, session_id, tenant_id, body))
 
-    async def close_session(self, session_id: str, tenant_id: str, body: dict[str, Any]) -> bool:
+    async def close_session(
+        self, writer: SessionWriter, session_id: str, tenant_id: str, body: dict[str, Any]
+    ) -> bool:
         """Archive the session and store its summary, in one transaction; False when the
         session is gone."""
 
@@ -48,7 +53,7 @@ class SummaryStore(Store):
             save_summary(tx, session_id, tenant_id, body)
             return True
 
-        return await self.transact(close)
+        return await self.transact(writer, close)
 
     async def get(self, tenant_id: str, session_id: str) -> dict[str, Any] | None:
         row = await self.db.fetchone(

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from app.storage.records import dumps
+from app.storage.session_writer import SessionWriter
 from app.storage.tx import Store, Tx
 
 
@@ -23,6 +24,7 @@ class ToolCallStore(Store):
 
     async def begin(
         self,
+        writer: SessionWriter,
         *,
         key: str,
         tenant_id: str,
@@ -44,9 +46,9 @@ class ToolCallStore(Store):
                 (key, tenant_id, session_id, turn_id, call_id, tool, tx.now, dumps(arguments)),
             )
 
-        await self.transact(begin)
+        await self.transact(writer, begin)
 
-    async def succeed(self, key: str, result: dict[str, Any]) -> None:
+    async def succeed(self, writer: SessionWriter, key: str, result: dict[str, Any]) -> None:
         def succeed(tx: Tx) -> None:
             tx.execute(
                 "UPDATE tool_calls SET status = 'succeeded', result = ?, finished_at = ?,"
@@ -56,9 +58,9 @@ class ToolCallStore(Store):
             )
             _audit(tx, key, "tool.succeeded")
 
-        await self.transact(succeed)
+        await self.transact(writer, succeed)
 
-    async def abandon(self, key: str) -> None:
+    async def abandon(self, writer: SessionWriter, key: str) -> None:
         """The call failed: forget the attempt so a retry with the same key may run."""
 
         def abandon(tx: Tx) -> None:
@@ -67,7 +69,7 @@ class ToolCallStore(Store):
                 "DELETE FROM tool_calls WHERE idempotency_key = ? AND status = 'running'", (key,)
             )
 
-        await self.transact(abandon)
+        await self.transact(writer, abandon)
 
 
 def _audit(tx: Tx, key: str, action: str, status: str | None = None) -> None:

@@ -1,6 +1,10 @@
 """Turns: accepted (with idempotency and the busy policy), claimed in order, finished or failed.
 
-Each transition is one transaction together with the events that announce it.
+Each transition is one transaction together with the events that announce it. This module
+stores turns; what a claim or an interruption decides beyond a turn's own row (a human agent
+holding the session, the steps and approvals a stopped turn leaves open, the session's lease)
+is composed in the conversation layer (`app.conversation.claims`,
+`app.conversation.interruptions`) from these operations and the other stores'.
 """
 
 from __future__ import annotations
@@ -11,13 +15,12 @@ from typing import Any, Literal
 
 from app import events
 from app.errors import QueueFull, SessionBusy
-from app.storage import approvals, leases, steps
-from app.storage.events import SELECT_EVENTS, drop_superseded
-from app.storage.fence import Fence
+from app.storage.event_log import SELECT_EVENTS, drop_superseded
 from app.storage.messages import insert_message
 from app.storage.records import Event, Message, Turn, dumps, new_id
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import find_session
-from app.storage.tx import Store, Tx
+from app.storage.tx import Refused, Store, Tx
 from app.storage.usage import SESSION_USAGE, Usage, add_tenant_usage
 
 BusyPolicy = Literal["reject", "enqueue"]
@@ -49,60 +52,98 @@ def record_understanding(tx: Tx, turn: Turn, data: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
+class Next:
+    """The session's oldest queued turn (`next_queued`), not started yet."""
+
+    turn_id: str
+    user_id: str  # the session's user
+    more: bool  # another turn of the session is queued behind it
+
+
+@dataclass(frozen=True)
 class Claimed:
     turn: Turn
     user_id: str  # the session's user
     more: bool  # another turn of the session was queued behind this one
 
 
-@dataclass(frozen=True)
-class Owned:
-    """What a session's worker found when it claimed the next turn under the session's lease."""
-
-    claimed: Claimed | None
-    fence: Fence | None  # the lease it holds now; None: another owner has it, or it let go
-    interrupted: list[str]  # turns a dead owner had left running, failed as `interrupted`
+# -- a turn's transitions, as functions of a transaction (a claim or an interruption composes
+# several, with other stores' operations, into one: app.conversation) --------------------------
 
 
-INTERRUPTED = "the process running this turn stopped before it finished"
-# A turn whose database went away (app/conversation/manager.py): resumed in place once the
-# database answers again, or ended `interrupted` when it does not come back in time.
-OUTAGE = "the database could not be reached while this turn ran"
-UNREACHABLE = "the database could not be reached in time; resume the turn with its failed step"
+def next_queued(tx: Tx, session_id: str) -> Next | None:
+    """The session's oldest queued turn; None when none is queued or one of its turns runs."""
+    rows = tx.execute(
+        "SELECT t.id, t.status, s.user_id FROM turns t JOIN sessions s ON s.id = t.session_id"
+        " WHERE t.session_id = ? AND t.status IN ('queued', 'running')"
+        " ORDER BY t.status = 'running' DESC, t.number LIMIT 2",
+        (session_id,),
+    ).fetchall()
+    if not rows or rows[0]["status"] == "running":
+        return None
+    return Next(str(rows[0]["id"]), str(rows[0]["user_id"]), more=len(rows) > 1)
 
 
-def interrupt_running(tx: Tx, why: str, session_id: str | None = None) -> list[str]:
-    """Fail the turns left running (of one session, or all) as `interrupted`, and close what
-    steps they left open: nothing runs them any more. Queued turns stay queued."""
-    if session_id is None:
-        rows = tx.execute("SELECT * FROM turns WHERE status = 'running'").fetchall()
-    else:
-        rows = tx.execute(
-            "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
-        ).fetchall()
-    for row in rows:
-        _interrupt(tx, Turn.from_row(row), why, {"code": "interrupted", "message": why})
-    return [row["id"] for row in rows]
+def start(tx: Tx, next_turn: Next) -> Claimed:
+    """Mark the queued turn running and announce it (`turn.started`)."""
+    row = tx.one(
+        "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
+        (tx.now, next_turn.turn_id),
+    )
+    assert row is not None
+    turn = Turn.from_row(row)
+    started = events.turn_started(turn.id, turn.user_message_id, turn.resume_from_step)
+    tx.emit(turn.session_id, turn.tenant_id, *started)
+    return Claimed(turn, next_turn.user_id, more=next_turn.more)
 
 
-def _interrupt(tx: Tx, turn: Turn, why: str, step_error: dict[str, Any]) -> bool:
-    """End a running turn as `interrupted`, resumable: its open steps (or, between steps, its
-    next model call) fail with `step_error`, so `POST .../steps/{id}/retry` and a replay of
-    its `client_message_id` can resume it. False when it was not running."""
+def fail_queued(tx: Tx, session_id: str, code: str, message: str) -> list[Turn]:
+    """End the session's queued turns as failed with `code`, each announced."""
+    rows = tx.execute(
+        "UPDATE turns SET status = 'failed', error_code = ?, error_message = ?,"
+        " finished_at = ? WHERE session_id = ? AND status = 'queued' RETURNING *",
+        (code, message, tx.now, session_id),
+    ).fetchall()
+    failed = [Turn.from_row(row) for row in rows]
+    for turn in failed:
+        announce_failed(tx, turn, code, message)
+    return failed
+
+
+def running(tx: Tx, session_id: str) -> list[Turn]:
+    """The session's running turns (one, unless its claims were broken)."""
+    rows = tx.execute(
+        "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+    ).fetchall()
+    return [Turn.from_row(row) for row in rows]
+
+
+def mark_interrupted(tx: Tx, turn: Turn, why: str) -> bool:
+    """Mark a running turn failed as `interrupted`, not announced yet: the caller closes what
+    the turn left open first, then `announce_failed`. False when it was not running."""
     cur = tx.execute(
         "UPDATE turns SET status = 'failed', error_code = 'interrupted',"
         " error_message = ?, finished_at = ? WHERE id = ? AND status = 'running'",
         (why, tx.now, turn.id),
     )
-    if cur.rowcount == 0:
-        return False
-    steps.fail_for_resume(tx, _ref(turn), turn.number, step_error)
-    approvals.expire_pending_of_turn(tx, turn.id, why)
-    _announce_failure(tx, turn, "interrupted", why)
-    return True
+    return cur.rowcount > 0
 
 
-def _charge_ended(tx: Tx, turn: Turn, usage: Usage | None) -> None:
+def restart(tx: Tx, turn: Turn, step_id: str) -> Turn:
+    """The running turn starts again from `step_id` (announced as `turn.started`)."""
+    row = tx.one(
+        "UPDATE turns SET resume_from_step = ? WHERE id = ? RETURNING *", (step_id, turn.id)
+    )
+    assert row is not None
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        *events.turn_started(turn.id, turn.user_message_id, step_id),
+    )
+    return Turn.from_row(row)
+
+
+def charge_ended(tx: Tx, turn: Turn, usage: Usage | None) -> None:
     """A turn ended without completing: its session was active now, and what its model calls
     used counts for the session and the tenant."""
     used = usage or Usage()
@@ -111,55 +152,6 @@ def _charge_ended(tx: Tx, turn: Turn, usage: Usage | None) -> None:
         (tx.now, tx.now, used.tokens, used.cost, turn.session_id),
     )
     add_tenant_usage(tx, turn.tenant_id, used)
-
-
-def _ref(turn: Turn) -> steps.TurnRef:
-    return steps.TurnRef(turn.tenant_id, turn.session_id, turn.id)
-
-
-def _outage_step_error() -> dict[str, Any]:
-    return {"code": "database_unavailable", "message": OUTAGE}
-
-
-def _claim(tx: Tx, session_id: str, answer_waits: bool) -> Claimed | None:
-    rows = tx.execute(
-        "SELECT t.id, t.status, s.user_id, EXISTS (SELECT 1 FROM handoffs h"
-        " WHERE h.session_id = t.session_id AND h.status = 'claimed') AS held"
-        " FROM turns t JOIN sessions s ON s.id = t.session_id"
-        " WHERE t.session_id = ? AND t.status IN ('queued', 'running')"
-        " ORDER BY t.status = 'running' DESC, t.number LIMIT 2",
-        (session_id,),
-    ).fetchall()
-    if not rows or rows[0]["status"] == "running":
-        return None
-    if rows[0]["held"]:
-        _hold_queued(tx, session_id)
-        return None
-    row = tx.one(
-        "UPDATE turns SET status = 'running', started_at = ? WHERE id = ? RETURNING *",
-        (tx.now, rows[0]["id"]),
-    )
-    assert row is not None
-    turn = Turn.from_row(row)
-    started = events.turn_started(turn.id, turn.user_message_id, turn.resume_from_step)
-    tx.emit(session_id, turn.tenant_id, *started)
-    if answer_waits and not turn.resume_from_step:
-        steps.answer_waits(tx, session_id, turn.user_message_id)
-    return Claimed(turn, str(rows[0]["user_id"]), more=len(rows) > 1)
-
-
-def _hold_queued(tx: Tx, session_id: str) -> None:
-    """A human agent took the session over: turns queued before the claim get no bot reply."""
-    rows = tx.execute(
-        "UPDATE turns SET status = 'failed', error_code = 'handed_off', error_message = ?,"
-        " finished_at = ? WHERE session_id = ? AND status = 'queued' RETURNING *",
-        (HANDED_OFF, tx.now, session_id),
-    ).fetchall()
-    for row in rows:
-        _announce_failure(tx, Turn.from_row(row), "handed_off", HANDED_OFF)
-
-
-HANDED_OFF = "a human agent has taken over this conversation; the bot does not answer"
 
 
 def turn_message(
@@ -178,14 +170,20 @@ def turn_message(
     )
 
 
-def _reopen(tx: Tx, turn: Turn, step_id: str) -> Turn | None:
+def is_last(tx: Tx, turn: Turn) -> bool:
+    """`turn` is its session's last turn."""
+    row = tx.one("SELECT turn_count FROM sessions WHERE id = ?", (turn.session_id,))
+    return row is not None and row[0] == turn.number
+
+
+def reopen(tx: Tx, turn: Turn, step_id: str) -> Turn | None:
     """Queue the failed `turn` again, to resume from `step_id` (see `TurnStore.reopen`)."""
     busy = tx.one(
         "SELECT 1 FROM turns WHERE session_id = ? AND status IN ('queued', 'running')",
         (turn.session_id,),
     )
-    current = _turn(tx, turn.id)
-    if busy is not None or current.status != "failed":
+    current = find(tx, turn.id)
+    if busy is not None or current is None or current.status != "failed":
         return None
     (last_seq,) = tx.one(
         "SELECT last_event_seq FROM sessions WHERE id = ?", (turn.session_id,)
@@ -201,17 +199,16 @@ def _reopen(tx: Tx, turn: Turn, step_id: str) -> Turn | None:
         " WHERE id = ?",
         (tx.now, turn.session_id),
     )
-    return _turn(tx, turn.id)
+    return find(tx, turn.id)
 
 
-def _announce_failure(tx: Tx, turn: Turn, code: str, message: str) -> None:
+def announce_failed(tx: Tx, turn: Turn, code: str, message: str) -> None:
     tx.emit(turn.session_id, turn.tenant_id, *events.turn_failed(turn.id, code, message))
 
 
-def _turn(tx: Tx, turn_id: str) -> Turn:
+def find(tx: Tx, turn_id: str) -> Turn | None:
     row = tx.one("SELECT * FROM turns WHERE id = ?", (turn_id,))
-    assert row is not None
-    return Turn.from_row(row)
+    return None if row is None else Turn.from_row(row)
 
 
 def complete_turn(
@@ -249,7 +246,14 @@ def complete_turn(
     add_tenant_usage(tx, turn.tenant_id, used)
     if snapshot is not None:
         snapshot(tx)
-    tx.emit(turn.session_id, turn.tenant_id, *events.message_completed(turn.id, message.id, text))
+    # The sources a reply used travel with it (the stored message's metadata has them too).
+    cited = (metadata or {}).get("citations")
+    extra = {"citations": cited} if cited else None
+    tx.emit(
+        turn.session_id,
+        turn.tenant_id,
+        *events.message_completed(turn.id, message.id, text, extra),
+    )
     drop_superseded(tx, turn)
     tx.emit(
         turn.session_id,
@@ -269,6 +273,7 @@ def complete_turn(
 class TurnStore(Store):
     async def accept(
         self,
+        writer: SessionWriter,
         *,
         tenant_id: str,
         session_id: str,
@@ -278,10 +283,11 @@ class TurnStore(Store):
         policy: BusyPolicy,
         max_queued: int,
     ) -> Accepted | None:
-        """Record the user's message and a queued turn; None when the session doesn't exist."""
+        """Record the user's message and a queued turn; None when the session doesn't exist.
+        Raises `SessionBusy` (policy `reject`) or `QueueFull` when the session refuses it."""
         turn_id = new_id("turn")
 
-        def accept(tx: Tx) -> Accepted | None:
+        def accept(tx: Tx) -> Accepted | Refused | None:
             session = find_session(tx, tenant_id, session_id)
             if session is None:
                 return None
@@ -297,16 +303,22 @@ class TurnStore(Store):
                 " AND status IN ('queued', 'running')",
                 (session_id,),
             ) or (0,)
+            # Refusals are answers, returned: raised, they would make the writer run this
+            # job's whole batch again in savepoints (app/storage/tx.py).
             if open_turns and policy == "reject":
-                raise SessionBusy(
-                    "a turn is already running in this session; retry when it has finished",
-                    session_id=session_id,
+                return Refused(
+                    SessionBusy(
+                        "a turn is already running in this session; retry when it has finished",
+                        session_id=session_id,
+                    )
                 )
             if open_turns > max_queued:
-                raise QueueFull(
-                    "too many messages are waiting in this session",
-                    session_id=session_id,
-                    max_queued=max_queued,
+                return Refused(
+                    QueueFull(
+                        "too many messages are waiting in this session",
+                        session_id=session_id,
+                        max_queued=max_queued,
+                    )
                 )
             resumed = session.status == "archived"
             if resumed:
@@ -354,68 +366,37 @@ class TurnStore(Store):
             turn = Turn.from_row(row)
             return Accepted(turn, created=True, ahead=open_turns, resumed=resumed)
 
-        return await self.transact(accept)
+        return await self.transact(writer, accept)
 
-    async def claim_next(self, session_id: str, *, answer_waits: bool = False) -> Claimed | None:
+    async def claim_next(self, writer: SessionWriter, session_id: str) -> Claimed | None:
         """Mark the oldest queued turn running (unless one already runs) and announce it.
 
-        With `answer_waits`, a new message (not a resumed turn) also answers the session's
-        waiting `ask_user` step, in the same transaction."""
-        return await self.transact(lambda tx: _claim(tx, session_id, answer_waits))
+        The turn alone: a worker claims through `app.conversation.claims`, which adds what
+        else a claim decides (a human agent holding the session, a waiting question answered,
+        the session's lease)."""
 
-    async def claim_owned(
-        self,
-        session_id: str,
-        *,
-        owner: str,
-        ttl_s: float,
-        fence: Fence | None,
-        answer_waits: bool = False,
-    ) -> Owned:
-        """`claim_next` under the session's lease, in one transaction: take (or keep) the
-        lease; on taking it (`fence` None: this worker held nothing yet), fail the turns a dead
-        owner left running; claim the next queued turn; with none left, let the lease go.
+        def claim(tx: Tx) -> Claimed | None:
+            queued = next_queued(tx, session_id)
+            return None if queued is None else start(tx, queued)
 
-        Releasing in the transaction that saw no queued turn closes the race with a message
-        accepted elsewhere meanwhile: either this claim sees it, or the lease is free (the
-        claim's first statement holds the lease row until it commits) for the accepting
-        process to take."""
+        return await self.transact(writer, claim)
 
-        def claim(tx: Tx) -> Owned:
-            token = leases.acquire(tx, session_id, owner, ttl_s)
-            if token is None:
-                return Owned(None, None, [])
-            held = Fence(session_id, owner, token)
-            interrupted = interrupt_running(tx, INTERRUPTED, session_id) if fence is None else []
-            claimed = _claim(tx, session_id, answer_waits)
-            if claimed is None:
-                leases.release(tx, held)
-                return Owned(None, None, interrupted)
-            return Owned(claimed, held, interrupted)
-
-        return await self.transact(claim)
-
-    async def claimed_running(
-        self, session_id: str, owner: str | None
-    ) -> tuple[Claimed, int | None] | None:
-        """After a claim whose commit lost its acknowledgement: the turn it claimed, if it was
-        stored (the session's running turn, under `owner`'s lease when leases are used), with
-        the lease's token. Nothing of that turn ran yet: its worker runs it from the start."""
+    async def running_claim(self, session_id: str) -> Claimed | None:
+        """The session's running turn, as its claim returned it (with the session's user)."""
         row = await self.db.fetchone(
-            "SELECT * FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
-        )
-        held = await self.db.fetchone(
-            "SELECT s.user_id, l.owner, l.token FROM sessions s"
-            " LEFT JOIN session_leases l ON l.session_id = s.id WHERE s.id = ?",
+            "SELECT t.*, s.user_id AS session_user_id FROM turns t"
+            " JOIN sessions s ON s.id = t.session_id"
+            " WHERE t.session_id = ? AND t.status = 'running'",
             (session_id,),
         )
-        if row is None or held is None or (owner is not None and held["owner"] != owner):
+        if row is None:
             return None
-        claimed = Claimed(Turn.from_row(row), str(held["user_id"]), more=True)
-        return claimed, None if owner is None else int(held["token"])
+        turn = Turn(**{name: row[name] for name in row.keys() if name != "session_user_id"})
+        return Claimed(turn, str(row["session_user_id"]), more=True)
 
     async def complete(
         self,
+        writer: SessionWriter,
         turn: Turn,
         *,
         text: str,
@@ -430,6 +411,7 @@ class TurnStore(Store):
         """Store the final assistant message and close the turn, in one transaction (see
         `complete_turn`)."""
         return await self.transact(
+            writer,
             lambda tx: complete_turn(
                 tx,
                 turn,
@@ -441,38 +423,18 @@ class TurnStore(Store):
                 completion_tokens=completion_tokens,
                 metadata=metadata,
                 snapshot=snapshot,
-            )
-        )
-
-    async def append_message(
-        self,
-        turn: Turn,
-        *,
-        role: str,
-        content: str | None,
-        token_estimate: int,
-        tool_calls: list[dict[str, Any]] | None = None,
-        tool_call_id: str | None = None,
-        name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Message:
-        """Record an intermediate message of a running turn (tool calls and their results)."""
-        return await self.transact(
-            lambda tx: turn_message(
-                tx,
-                turn,
-                role,
-                content,
-                token_estimate,
-                tool_calls=tool_calls,
-                tool_call_id=tool_call_id,
-                name=name,
-                metadata=metadata,
-            )
+            ),
         )
 
     async def fail(
-        self, turn: Turn, code: str, message: str, *, rounds: int = 0, usage: Usage | None = None
+        self,
+        writer: SessionWriter,
+        turn: Turn,
+        code: str,
+        message: str,
+        *,
+        rounds: int = 0,
+        usage: Usage | None = None,
     ) -> None:
         """End the turn as failed; what its model calls used still counts (`usage`)."""
 
@@ -484,80 +446,10 @@ class TurnStore(Store):
             )
             if cur.rowcount == 0:
                 return  # already finished (or the session was deleted)
-            _charge_ended(tx, turn, usage)
-            _announce_failure(tx, turn, code, message)
+            charge_ended(tx, turn, usage)
+            announce_failed(tx, turn, code, message)
 
-        await self.transact(fail)
-
-    async def resume_after_outage(self, turn: Turn) -> Turn | None:
-        """The turn's database connection broke and the database answers again: the turn as
-        the database has it, ready to run again from what it stored (`resume_from_step` set,
-        its open steps failed, `turn.started` announcing the resumption); or, when its end is
-        stored already (the commit whose acknowledgement was lost) or someone else ended it,
-        the turn as it ended. None when it is gone (its session was deleted)."""
-
-        def resume(tx: Tx) -> Turn | None:
-            row = tx.one("SELECT * FROM turns WHERE id = ?", (turn.id,))
-            if row is None or row["status"] != "running":
-                return None if row is None else Turn.from_row(row)
-            step_id = steps.fail_for_resume(tx, _ref(turn), turn.number, _outage_step_error())
-            approvals.expire_pending_of_turn(tx, turn.id, OUTAGE)
-            resumed = tx.one(
-                "UPDATE turns SET resume_from_step = ? WHERE id = ? RETURNING *",
-                (step_id, turn.id),
-            )
-            assert resumed is not None
-            tx.emit(
-                turn.session_id,
-                turn.tenant_id,
-                *events.turn_started(turn.id, turn.user_message_id, step_id),
-            )
-            return Turn.from_row(resumed)
-
-        return await self.transact(resume)
-
-    async def interrupt(
-        self, turn: Turn, why: str = UNREACHABLE, *, usage: Usage | None = None
-    ) -> None:
-        """End a running turn `interrupted`, resumable from its failed step: its database did
-        not come back within the turn's time (the default `why`), or the service shuts down
-        under it. What its model calls used still counts."""
-        step_error = (
-            _outage_step_error() if why == UNREACHABLE else {"code": "interrupted", "message": why}
-        )
-
-        def interrupt(tx: Tx) -> None:
-            if _interrupt(tx, turn, why, step_error):
-                _charge_ended(tx, turn, usage)
-
-        await self.transact(interrupt)
-
-    async def reopen_interrupted(self, turn: Turn) -> Turn | None:
-        """A replay of an interrupted turn's message (its `client_message_id`): queue the turn
-        again from its first failed step, as `POST .../steps/{id}/retry` would, when it is
-        still its session's last turn and nothing else runs there. The turn as it is then
-        (queued again, already resumed by someone else, or still failed: not resumable);
-        None when it is gone."""
-
-        def reopen(tx: Tx) -> Turn | None:
-            row = tx.one("SELECT * FROM turns WHERE id = ?", (turn.id,))
-            if row is None:
-                return None
-            current = Turn.from_row(row)
-            if current.status != "failed" or current.error_code != "interrupted":
-                return current
-            last = tx.one("SELECT turn_count FROM sessions WHERE id = ?", (turn.session_id,))
-            step = tx.one(
-                "SELECT id FROM steps WHERE turn_id = ? AND status IN"
-                f" ({', '.join('?' * len(steps.RETRYABLE))})"
-                " AND action_type NOT IN ('ask_user', 'wait_for_event') ORDER BY seq LIMIT 1",
-                (turn.id, *steps.RETRYABLE),
-            )
-            if last is None or last[0] != current.number or step is None:
-                return current
-            return _reopen(tx, current, str(step[0])) or current
-
-        return await self.transact(reopen)
+        await self.transact(writer, fail)
 
     async def announce_latest(self, session_id: str) -> None:
         """Publish the session's last stored event again: a follower that missed events (their
@@ -567,25 +459,36 @@ class TurnStore(Store):
         if row is not None and self._publish is not None:
             self._publish([Event.from_row(row)])
 
-    async def fail_interrupted(self) -> list[str]:
-        """At start-up: turns a previous process left running can't be finished; say so.
-
-        Queued turns never started, so they stay queued and run when the service is back.
-        """
-        why = "the service restarted before this turn finished"
-        return await self.transact(lambda tx: interrupt_running(tx, why))
-
-    async def record_understanding(self, turn: Turn, data: dict[str, Any]) -> None:
+    async def record_understanding(
+        self, writer: SessionWriter, turn: Turn, data: dict[str, Any]
+    ) -> None:
         """Store what the NLU made of the user's message on it, and announce it."""
-        await self.transact(lambda tx: record_understanding(tx, turn, data))
+        await self.transact(writer, lambda tx: record_understanding(tx, turn, data))
 
     async def add_followup(
-        self, turn: Turn, text: str, token_estimate: int, metadata: dict[str, Any]
-    ) -> Message:
+        self,
+        writer: SessionWriter,
+        turn: Turn,
+        text: str,
+        token_estimate: int,
+        metadata: dict[str, Any],
+    ) -> Message | None:
         """An assistant message the service adds on its own after a turn (e.g. when a question
-        to the user went unanswered); announced as `message.completed`."""
+        to the user went unanswered); announced as `message.completed`. None, and nothing
+        written, once the customer has written again: the session has a later turn (whatever
+        became of it), so the follow-up would come after the conversation moved on."""
 
-        def add(tx: Tx) -> Message:
+        def add(tx: Tx) -> Message | None:
+            # The session's row first: a message being accepted meanwhile (elsewhere, too) holds
+            # it until it commits, so the check below, a statement of its own, sees its turn.
+            if find_session(tx, turn.tenant_id, turn.session_id) is None:
+                return None
+            later = tx.one(
+                "SELECT 1 FROM turns WHERE session_id = ? AND number > ? LIMIT 1",
+                (turn.session_id, turn.number),
+            )
+            if later is not None:
+                return None
             message = turn_message(tx, turn, "assistant", text, token_estimate, metadata=metadata)
             tx.emit(
                 turn.session_id,
@@ -594,13 +497,13 @@ class TurnStore(Store):
             )
             return message
 
-        return await self.transact(add)
+        return await self.transact(writer, add)
 
-    async def reopen(self, turn: Turn, step_id: str) -> Turn | None:
+    async def reopen(self, writer: SessionWriter, turn: Turn, step_id: str) -> Turn | None:
         """Queue a failed turn again, to resume from `step_id`; None if the session is busy or
         the turn is no longer the failed last turn of its session."""
 
-        return await self.transact(lambda tx: _reopen(tx, turn, step_id))
+        return await self.transact(writer, lambda tx: reopen(tx, turn, step_id))
 
     async def by_client_message_id(
         self, tenant_id: str, session_id: str, client_message_id: str
@@ -622,13 +525,6 @@ class TurnStore(Store):
             "SELECT * FROM turns WHERE id = ? AND session_id = ?", (turn_id, session_id)
         )
         return None if row is None else Turn.from_row(row)
-
-    async def open_sessions(self) -> list[str]:
-        """Sessions with a turn queued or running."""
-        rows = await self.db.fetchall(
-            "SELECT DISTINCT session_id FROM turns WHERE status IN ('queued', 'running')"
-        )
-        return [r[0] for r in rows]
 
     async def queued_sessions(self) -> list[str]:
         rows = await self.db.fetchall(

@@ -1,27 +1,33 @@
 """A write transaction that can also append session events.
 
-`Store.transact(fn)` runs `fn(tx)` on the writer thread; the events `tx.emit` appends get their
+`Store.transact(writer, fn)` runs `fn(tx)` on the writer thread, on the lane and under the
+lease of `writer` (app/storage/session_writer.py); the events `tx.emit` appends get their
 per-session sequence numbers inside the same transaction as the state change they describe,
 and are handed to the publisher only after the commit.
+
+`fn` is a function of the transaction (app/storage/writer.py may run it more than once): it
+returns what it produced and changes nothing outside the database. When it turns a normal
+request down (the session is busy, the queue is full), it returns `Refused(error)` instead of
+raising: a raised error makes the writer run the job's whole batch again, each job in a
+savepoint, while a refusal commits with its batch; `transact` raises the error after the commit,
+on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from app.errors import DatabaseClosed
+from app.errors import HermesError, InternalError
 from app.events import EventType, at_rest
-from app.storage import fence as fences
 from app.storage.port import Connection, Cursor, Database, Dialect, dialect_of, note_event
 from app.storage.records import Event, dumps
-from app.storage.writer import shielded
+from app.storage.session_writer import SessionWriter
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 Publisher = Callable[[list[Event]], None]
 
 
@@ -40,6 +46,14 @@ _EMIT_SQLITE = (
     "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
     f" VALUES (?, ?, {_TURN_NUMBER}, ?, ?, ?) RETURNING seq, turn_number"
 )
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A job's "no" to a normal request, returned (see the module docstring). A job refuses
+    before it writes: what it wrote before would commit with its batch."""
+
+    error: HermesError
 
 
 class Tx:
@@ -124,100 +138,50 @@ def _without_turn_id(data: dict[str, Any], turn_id: str | None) -> dict[str, Any
 class Store:
     """Base for repositories: reads through the pool, writes as transactions that may emit.
 
-    A write submitted while a session's lease fence is set (`app.storage.fence.current`) runs
-    only if the fence still holds."""
+    Every write names its `SessionWriter` (app/storage/session_writer.py): the session's lane
+    it takes and the lease fence it runs under (a fenced write runs only while the fence still
+    holds), or `NO_SESSION` for a write of no one session."""
 
     def __init__(self, db: Database, publish: Publisher | None = None) -> None:
         self.db = db
         self._publish = publish
 
-    async def transact(self, fn: Callable[[Tx], T]) -> T:
-        result, _events = await self.db.write(*self._job(fn))
+    async def transact(self, writer: SessionWriter | None, fn: Callable[[Tx], T | Refused]) -> T:
+        """Run `fn` in a write transaction on `writer`'s lane, under its fence; its refusal is
+        raised here, after the commit."""
+        result, _events = await self.db.write(writer, *self._job(fn))
+        if isinstance(result, Refused):
+            raise result.error
         return result
 
-    def transact_nowait(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
-        """Queue a transaction without waiting (the writer keeps submission order)."""
-        return self.db.submit(*self._job(fn))
+    def transact_nowait(
+        self,
+        writer: SessionWriter | None,
+        fn: Callable[[Tx], T],
+        then: Callable[[T], None] | None = None,
+    ) -> asyncio.Future[tuple[T, list[Event]]]:
+        """Queue a transaction of `writer` without waiting (its lane keeps submission order);
+        `then` gets `fn`'s result on the event loop once it committed, after its events went
+        out."""
+        return self.db.submit(writer, *self._job(fn, then))
 
     def _job(
-        self, fn: Callable[[Tx], T]
+        self, fn: Callable[[Tx], T], then: Callable[[T], None] | None = None
     ) -> tuple[
         Callable[[Connection], tuple[T, list[Event]]],
         Callable[[tuple[T, list[Event]]], None],
     ]:
-        # Taken where the write is submitted: a session worker's writes (and its turn's) carry
-        # its lease, checked first inside the transaction itself.
-        fence = fences.current.get()
-
         def job(conn: Connection) -> tuple[T, list[Event]]:
             tx = Tx(conn)
-            if fence is not None:
-                fences.check(tx, fence)
-            return fn(tx), tx.events
+            result = fn(tx)
+            if isinstance(result, Refused) and tx.events:
+                raise InternalError(f"a job refused after it wrote: {result.error!r}")
+            return result, tx.events
 
         def on_commit(result: tuple[T, list[Event]]) -> None:
             if result[1] and self._publish is not None:
                 self._publish(result[1])
+            if then is not None:
+                then(result[0])
 
         return job, on_commit
-
-
-class TurnWrites:
-    """One turn's writes, fewer and larger: a write nobody waits for can be *held* and run at
-    the start of the turn's next transaction (`now` or `send`), inside it.
-
-    The writer keeps submission order, so the turn's own events keep their order; hold only
-    what no other writer of the session could need to come after (the caller knows which:
-    e.g. a step's start, carried by the `tool.started` event right behind it). A held write
-    that fails fails the write carrying it. Nothing is published before it commits.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._held: list[Callable[[Tx], object]] = []
-        self._following: list[Callable[[Tx], object]] = []
-
-    def hold(self, fn: Callable[[Tx], object]) -> None:
-        self._held.append(fn)
-
-    def follow(self, fn: Callable[[Tx], object]) -> None:
-        """Like `hold`, but run *after* the next write, in its transaction: `fn` sees what that
-        write did (`tx.events`: e.g. the `tool.completed` whose result a step refers to)."""
-        self._following.append(fn)
-
-    def send(self, fn: Callable[[Tx], T]) -> asyncio.Future[tuple[T, list[Event]]]:
-        """The held writes, `fn` and the following ones as one transaction, queued without
-        waiting."""
-        held, self._held = self._held, []
-        following, self._following = self._following, []
-        if not held and not following:
-            return self._store.transact_nowait(fn)
-
-        def carried(tx: Tx) -> T:
-            for write in held:
-                write(tx)
-            result = fn(tx)
-            for write in following:
-                write(tx)
-            return result
-
-        return self._store.transact_nowait(carried)
-
-    async def now(self, fn: Callable[[Tx], T]) -> T:
-        # (shielded: a cancelled turn must not make the write look failed; it still commits.)
-        result, _events = await shielded(self.send(fn))
-        return result
-
-    def release(self) -> None:
-        """Send what is held on its own (the turn ends without another write to carry it)."""
-        if not self._held and not self._following:
-            return
-        try:
-            self.send(lambda tx: None).add_done_callback(_log_failure)
-        except DatabaseClosed:  # shutting down: nothing more can be stored
-            log.warning("held writes of an ended turn were dropped: the database is closed")
-
-
-def _log_failure(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.error("held writes of an ended turn failed", exc_info=future.exception())

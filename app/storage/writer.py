@@ -7,17 +7,25 @@ job's `on_commit` callback runs on the event loop after the commit, in commit or
 awaiting caller resumes: publishing an event there means nobody ever sees an event that a
 crash could take back.
 
+A batch may run more than once (a failing job, a conflict, a connection lost before COMMIT),
+so a job is a function of the connection: it returns what it produced and changes nothing
+outside the database. What it produced reaches its owner only after the commit, on the event
+loop (its future, its `on_commit`), never from the writer thread, where an attempt that is
+rolled back would leave it behind. A job that turns a request down returns its refusal
+(`app.storage.tx.Refused`) instead of raising it: raised, it would run the batch again.
+
 An engine may run several writer threads, each with its connection (*lanes*: PostgreSQL's
-round trips leave one thread waiting most of the time). A job goes to the lane of the `lane`
-key set in its context — the session it writes for — so one session's writes keep their
-submission order and commit order; jobs without a key go to the first lane, in order too.
-Nothing orders the writes of different sessions against each other, and nothing needs to:
-a caller that needs one write before another awaits it. SQLite runs one lane (it admits one
-writer at a time anyway).
+round trips leave one thread waiting most of the time). Every write names its `SessionWriter`
+(app/storage/session_writer.py): the job goes to the lane of the session it writes for, so one
+session's writes keep their submission order and commit order; writes of no one session
+(`NO_SESSION`) go to the first lane, in order too. A handle with a lease's fence gets the fence
+checked first inside the job's transaction (`app.storage.fence.check`). Nothing orders the
+writes of different sessions against each other, and nothing needs to: a caller that needs one
+write before another awaits it. SQLite runs one lane (it admits one writer at a time anyway).
 
 An engine that reports conflicts between writers (PostgreSQL: a deadlock with another process,
 a serialisation failure) gets the whole batch run again from the start, a few times; jobs are
-functions of the connection only, so running one again is safe.
+functions of the connection (above), so running one again is safe.
 
 A connection that breaks (the engine says which errors mean that: `_unavailable`) is told apart
 by *when* it broke. Before the batch's COMMIT was sent, nothing of the batch can have been
@@ -32,18 +40,18 @@ there (a turn resumes from what its rows say: app/conversation/manager.py).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import logging
 import queue
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from app.errors import DatabaseClosed, DatabaseUnavailable, InternalError
+from app.storage import fence as fences
+from app.storage.session_writer import SessionWriter
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +62,6 @@ _MAX_ATTEMPTS = 5
 # Pauses before running a batch again on a new connection, after its connection broke before
 # the commit: a connection killed under an idle writer costs the first, immediate one.
 _RECONNECT_PAUSES_S = (0.0, 0.1, 0.25, 0.6)
-
-# The key that picks a write's lane: the session a task writes for (set by the session's
-# worker and by requests naming a session; the tasks they start inherit it).
-lane: contextvars.ContextVar[str | None] = contextvars.ContextVar("hermes_lane", default=None)
-
-
-@contextlib.contextmanager
-def on_lane(key: str | None) -> Iterator[None]:
-    """Writes submitted inside go to `key`'s lane (e.g. a session's, from a task of no session)."""
-    token = lane.set(key)
-    try:
-        yield
-    finally:
-        lane.reset(token)
 
 
 @dataclass
@@ -221,31 +215,36 @@ class BatchWriter(Generic[C]):
 
     def submit(
         self,
+        writer: SessionWriter | None,
         fn: Callable[[C], T],
         on_commit: Callable[[T], None] | None = None,
     ) -> asyncio.Future[T]:
-        """Queue a write job; the returned future resolves after its batch commits."""
+        """Queue a write job on `writer`'s lane, its fence checked first in the transaction
+        (`NO_SESSION`: the first lane, no fence); the returned future resolves after its batch
+        commits."""
         if self._closed or self._loop is None:
             raise DatabaseClosed("database is closed")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._lane_for(lane.get()).jobs.put(_Job(fn, future, on_commit))
+        if writer is None:
+            self._lanes[0].jobs.put(_Job(fn, future, on_commit))
+            return future
+        job = fn if writer.fence is None else _fenced(writer.fence, fn)
+        self._lanes[self.lane_of(writer.session_id)].jobs.put(_Job(job, future, on_commit))
         return future
 
-    def lane_of(self, key: str | None) -> int:
-        """The lane a write keyed `key` goes to."""
-        if key is None or len(self._lanes) == 1:
+    def lane_of(self, session_id: str | None) -> int:
+        """The lane the writes of `session_id` go to (None: of no one session, the first)."""
+        if session_id is None or len(self._lanes) == 1:
             return 0
-        return zlib.crc32(key.encode()) % len(self._lanes)
-
-    def _lane_for(self, key: str | None) -> Lane:
-        return self._lanes[self.lane_of(key)]
+        return zlib.crc32(session_id.encode()) % len(self._lanes)
 
     async def write(
         self,
+        writer: SessionWriter | None,
         fn: Callable[[C], T],
         on_commit: Callable[[T], None] | None = None,
     ) -> T:
-        return await shielded(self.submit(fn, on_commit))
+        return await shielded(self.submit(writer, fn, on_commit))
 
     def _writer_main(self, one: Lane, ready: asyncio.Future[None]) -> None:
         loop = self._loop
@@ -439,6 +438,16 @@ class BatchWriter(Generic[C]):
     def _control(self, conn: Any, sql: str) -> None:
         conn.control += 1  # transaction control, counted apart from the jobs' statements
         conn.execute(sql)
+
+
+def _fenced(fence: fences.Fence, fn: Callable[[Any], T]) -> Callable[[Any], T]:
+    """`fn`, run only while `fence` still holds its session's lease (else `LeaseLost`)."""
+
+    def job(conn: Any) -> T:
+        fences.check(conn, fence)
+        return fn(conn)
+
+    return job
 
 
 async def shielded(write: asyncio.Future[T]) -> T:

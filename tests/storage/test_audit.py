@@ -11,6 +11,7 @@ import pytest
 from app.storage.approvals import Approval, ApprovalStore
 from app.storage.audit import AuditStore
 from app.storage.port import Database
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from tests.storage.test_tx import add_turn
 
@@ -27,6 +28,7 @@ async def _approval(db: Database, tenant: str = "acme") -> Approval:
     turn_id = f"turn_{session.id}"
     await add_turn(db, session.id, turn_id)
     return await ApprovalStore(db).create(
+        SessionWriter(session.id),
         tenant_id=tenant,
         session_id=session.id,
         turn_id=turn_id,
@@ -53,6 +55,7 @@ async def test_the_approval_keeps_both_copies_and_the_summary(db: Database) -> N
 async def test_a_decision_by_a_person_is_audited_with_it(db: Database) -> None:
     approval = await _approval(db)
     await ApprovalStore(db).decide(
+        SessionWriter(approval.session_id),
         tenant_id="acme",
         session_id=approval.session_id,
         approval_id=approval.id,
@@ -74,6 +77,7 @@ async def test_a_decision_by_a_person_is_audited_with_it(db: Database) -> None:
 async def test_expiry_by_the_system_is_not_a_person_s_decision(db: Database) -> None:
     approval = await _approval(db)
     await ApprovalStore(db).decide(
+        SessionWriter(approval.session_id),
         tenant_id="acme",
         session_id=approval.session_id,
         approval_id=approval.id,
@@ -107,6 +111,7 @@ async def test_a_side_effecting_calls_outcome_is_audited_without_its_arguments(
     calls = ToolCallStore(db)
     for key, call_id, ok in (("k-ok", "call_1", True), ("k-bad", "call_2", False)):
         await calls.begin(
+            SessionWriter(session.id),
             key=key,
             tenant_id="acme",
             session_id=session.id,
@@ -116,9 +121,13 @@ async def test_a_side_effecting_calls_outcome_is_audited_without_its_arguments(
             arguments={"summary": "secret words"},
         )
         if ok:
-            await calls.succeed(key, {"ticket_id": "TK00000001", "summary": "secret words"})
+            await calls.succeed(
+                SessionWriter(session.id),
+                key,
+                {"ticket_id": "TK00000001", "summary": "secret words"},
+            )
         else:
-            await calls.abandon(key)
+            await calls.abandon(SessionWriter(session.id), key)
     trail = await AuditStore(db).list("acme", session_id=session.id)
     assert [(e.action, e.target_id, e.actor, e.role) for e in trail] == [
         ("tool.succeeded", "call_1", "model", "model"),

@@ -10,6 +10,7 @@ import pytest
 
 from app.storage.cancels import CancelStore
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from tests.storage.test_leases import A, B, World, expire
 
 
@@ -23,15 +24,19 @@ async def test_a_request_names_the_running_turn_and_its_owner_and_only_the_owner
 ) -> None:
     cancels = CancelStore(world.turns.db)
     session_id = await world.session()
-    assert await cancels.request(session_id) is None  # nothing runs: nothing recorded
+    assert (
+        await cancels.request(SessionWriter(session_id), session_id) is None
+    )  # nothing runs: nothing recorded
     queued = await world.queue(session_id)
-    assert await cancels.request(session_id) is None  # queued is not running
-    await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    assert (
+        await cancels.request(SessionWriter(session_id), session_id) is None
+    )  # queued is not running
+    await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     session = await world.sessions.find("default", session_id)
     assert session is not None
     announced = len(world.published)
 
-    request = await cancels.request(session_id)
+    request = await cancels.request(SessionWriter(session_id), session_id)
 
     assert request is not None
     assert (request.turn.id, request.owner) == (queued, A)
@@ -41,7 +46,9 @@ async def test_a_request_names_the_running_turn_and_its_owner_and_only_the_owner
     assert len(world.published) == announced  # nothing announced: the owner ends the turn
     assert await cancels.pending(A) == [(session_id, queued)]
     assert await cancels.pending(B) == []
-    again = await cancels.request(session_id)  # asked twice: the first time stays
+    again = await cancels.request(
+        SessionWriter(session_id), session_id
+    )  # asked twice: the first time stays
     assert again is not None and again.turn.cancel_requested_at == first
 
 
@@ -49,12 +56,14 @@ async def test_an_ended_turn_takes_its_request_with_it(world: World) -> None:
     cancels = CancelStore(world.turns.db)
     session_id = await world.session()
     turn_id = await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.claimed is not None and owned.claimed.turn.id == turn_id
-    assert await cancels.request(session_id) is not None
-    await world.turns.fail(owned.claimed.turn, "llm_unavailable", "down")  # ended otherwise
+    assert await cancels.request(SessionWriter(session_id), session_id) is not None
+    await world.turns.fail(
+        SessionWriter(owned.claimed.turn.session_id), owned.claimed.turn, "llm_unavailable", "down"
+    )  # ended otherwise
     assert await cancels.pending(A) == []
-    assert await cancels.request(session_id) is None
+    assert await cancels.request(SessionWriter(session_id), session_id) is None
 
 
 async def test_a_takeover_ends_the_turn_as_interrupted_and_no_later_turn_is_cancelled(
@@ -63,11 +72,11 @@ async def test_a_takeover_ends_the_turn_as_interrupted_and_no_later_turn_is_canc
     cancels = CancelStore(world.turns.db)
     session_id = await world.session()
     first = await world.queue(session_id)
-    await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
-    assert await cancels.request(session_id) is not None
+    await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
+    assert await cancels.request(SessionWriter(session_id), session_id) is not None
     await expire(world, session_id)  # A died with the request pending
 
-    taken = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    taken = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
 
     assert taken.interrupted == [first]
     assert await world.status(session_id, first) == ("failed", "interrupted")
@@ -76,16 +85,21 @@ async def test_a_takeover_ends_the_turn_as_interrupted_and_no_later_turn_is_canc
     # Reopened to resume from a step (same turn id), the turn runs without the old request.
     stale = await world.turns.get(session_id, first)
     assert stale is not None and stale.cancel_requested_at is not None
-    reopened = await world.turns.reopen(stale, "stp_1")
+    reopened = await world.turns.reopen(SessionWriter(stale.session_id), stale, "stp_1")
     assert reopened is not None and reopened.cancel_requested_at is None
-    resumed = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    resumed = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
     assert _claimed(resumed.claimed).id == first
     assert await cancels.pending(B) == []
 
     # A later turn of the session starts clean too.
-    await world.turns.fail(_claimed(resumed.claimed), "llm_unavailable", "down")
+    await world.turns.fail(
+        SessionWriter(_claimed(resumed.claimed).session_id),
+        _claimed(resumed.claimed),
+        "llm_unavailable",
+        "down",
+    )
     later = await world.queue(session_id, "again")
-    claimed = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    claimed = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
     assert _claimed(claimed.claimed).id == later
     assert await cancels.pending(B) == []
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from app.settings import PROJECT_ROOT
 from app.storage.export import rows_due
-from app.storage.purge import Purger, RetentionPolicy
+from app.storage.purge import Purger
 from app.storage.sqlite import SqliteDatabase
-from tests.storage.test_purge import NOW, archive, desk_sign_in, finished_session
+from tests.storage.test_purge import NOW, POLICY, archive, desk_sign_in, finished_session
 
 
 async def test_the_export_is_what_the_purge_then_deletes(open_db: Any) -> None:
@@ -26,7 +26,7 @@ async def test_the_export_is_what_the_purge_then_deletes(open_db: Any) -> None:
         await archive(db, await finished_session(db, tenant), days_ago=days)
         await desk_sign_in(db, tenant, ends_in_s=-days)  # ended
     await desk_sign_in(db, "zeta", ends_in_s=60)  # still signed in
-    policy = RetentionPolicy()
+    policy = POLICY
 
     rows = [(table, row) async for table, row in rows_due(db, policy, NOW)]
     exported = Counter(table for table, _ in rows)

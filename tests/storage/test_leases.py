@@ -14,15 +14,19 @@ from typing import Any
 
 import pytest
 
-from app.storage import fence as fences
+from app.conversation.claims import Claims
 from app.storage.approvals import ApprovalStore
-from app.storage.events import SESSION_KEY, EventStore
+from app.storage.event_log import SESSION_KEY, EventStore
 from app.storage.fence import Fence, LeaseLost
+from app.storage.handoffs import HandoffStore
 from app.storage.leases import LeaseStore, dead_local_owner, new_owner
 from app.storage.port import Database
 from app.storage.records import Event
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
+from app.storage.steps import StepStore
 from app.storage.turns import TurnStore
+from app.storage.tx import Tx
 
 TENANT = "default"
 A, B = "host-a:1:aaaa", "host-b:2:bbbb"
@@ -31,17 +35,27 @@ A, B = "host-a:1:aaaa", "host-b:2:bbbb"
 class World:
     def __init__(self, db: Database) -> None:
         self.published: list[Event] = []
-        self.leases = LeaseStore(db, self.published.extend)
-        self.sessions = SessionStore(db, self.published.extend)
-        self.turns = TurnStore(db, self.published.extend)
-        self.events = EventStore(db, self.published.extend)
-        self.approvals = ApprovalStore(db, self.published.extend)
+        self.commits: list[list[Event]] = []  # what was published, one list per commit
+        self.leases = LeaseStore(db, self._publish)
+        self.sessions = SessionStore(db, self._publish)
+        self.turns = TurnStore(db, self._publish)
+        self.events = EventStore(db, self._publish)
+        self.approvals = ApprovalStore(db, self._publish)
+        self.steps = StepStore(db, self._publish)
+        self.handoffs = HandoffStore(db, self._publish)
+        # A worker's claims (app.conversation.claims).
+        self.claims = Claims(self.turns, self.leases)
+
+    def _publish(self, events: list[Event]) -> None:
+        self.published.extend(events)
+        self.commits.append(list(events))
 
     async def session(self) -> str:
         return (await self.sessions.create(TENANT, "u1", {})).id
 
     async def queue(self, session_id: str, content: str = "hello") -> str:
         accepted = await self.turns.accept(
+            SessionWriter(session_id),
             tenant_id=TENANT,
             session_id=session_id,
             content=content,
@@ -67,10 +81,11 @@ async def world(open_db: Any) -> World:
 async def expire(world: World, session_id: str) -> None:
     """Make the session's lease run out now (as if its owner stopped renewing it)."""
     await world.leases.transact(
+        SessionWriter(session_id),
         lambda tx: tx.execute(
             "UPDATE session_leases SET expires_at = ? WHERE session_id = ?",
             (tx.now - 1, session_id),
-        )
+        ),
     )
 
 
@@ -149,38 +164,64 @@ async def test_renew_keeps_what_is_held_and_reports_what_was_lost(world: World) 
 async def test_a_stale_owners_writes_are_refused_and_write_nothing(world: World) -> None:
     session_id = await world.session()
     turn_id = await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.claimed is not None and owned.fence == Fence(session_id, A, 1)
     stale = owned.fence
     await expire(world, session_id)
-    taken = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    taken = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
     # B took over: A's running turn was interrupted, and B holds the lease with token 2.
     assert taken.interrupted == [turn_id] and taken.fence is None
     assert await world.status(session_id, turn_id) == ("failed", "interrupted")
     events_before = len(await world.events.after(session_id, 0))
 
-    async def as_stale_owner() -> None:
-        fences.current.set(stale)  # what A's worker task carries
-        await world.turns.fail(owned.claimed.turn, "cancelled", "A thinks it still runs this")
-
-    with pytest.raises(LeaseLost):
-        await asyncio.create_task(as_stale_owner())
+    with pytest.raises(LeaseLost):  # written with what A's worker holds: its stale lease
+        await world.turns.fail(
+            SessionWriter(session_id, stale),
+            owned.claimed.turn,
+            "cancelled",
+            "A thinks it still runs this",
+        )
     assert await world.status(session_id, turn_id) == ("failed", "interrupted")
     assert len(await world.events.after(session_id, 0)) == events_before
+
+
+async def test_the_same_write_with_no_fence_is_not_refused(world: World) -> None:
+    """The handle decides: a request's write (the session's lane, no lease) is not checked
+    against the lease a stale owner's identical write is refused under."""
+    session_id = await world.session()
+    await world.queue(session_id)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
+    assert owned.fence is not None
+    stale = owned.fence
+    await expire(world, session_id)
+    assert (await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)).fence is None
+
+    def note(tx: Tx) -> Event:
+        return tx.emit(session_id, TENANT, "x.noted", {"by": "a request"})
+
+    with pytest.raises(LeaseLost):
+        await world.events.transact(SessionWriter(session_id, stale), note)
+    await world.events.transact(SessionWriter(session_id), note)
+    rows = await world.events.db.fetchall(
+        f"SELECT data FROM events WHERE session_key = {SESSION_KEY} AND type = 'x.noted'",
+        (session_id,),
+    )
+    assert [json.loads(r[0]) for r in rows] == [{"by": "a request"}]  # once: the request's
 
 
 async def test_the_current_owner_writes_under_its_fence(world: World) -> None:
     session_id = await world.session()
     turn_id = await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.claimed is not None and owned.fence is not None
     held = owned.fence
 
-    async def as_owner() -> None:
-        fences.current.set(held)
-        await world.turns.fail(owned.claimed.turn, "cancelled", "stopped by its owner")
-
-    await asyncio.create_task(as_owner())
+    await world.turns.fail(
+        SessionWriter(session_id, held),
+        owned.claimed.turn,
+        "cancelled",
+        "stopped by its owner",
+    )
     assert await world.status(session_id, turn_id) == ("failed", "cancelled")
 
 
@@ -189,19 +230,16 @@ async def test_jobs_of_one_owner_committed_together_check_its_lease_once(
 ) -> None:
     session_id = await world.session()
     await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.fence is not None
     held, db = owned.fence, world.events.db
 
     def note(n: int) -> Any:
         return lambda tx: tx.emit(session_id, TENANT, "x.noted", {"n": n})
 
-    async def as_owner(jobs: int) -> None:
-        fences.current.set(held)
-        await asyncio.gather(*(world.events.transact_nowait(note(n)) for n in range(jobs)))
-
+    owner = SessionWriter(session_id, held)
     before = db.counts()
-    await asyncio.create_task(as_owner(40))
+    await asyncio.gather(*(world.events.transact_nowait(owner, note(n)) for n in range(40)))
     cost = db.counts() - before
     assert cost.jobs == 40 and cost.commits < 40  # committed in batches
     # Each job emits one event: one statement on PostgreSQL (two on SQLite), plus the lease
@@ -214,20 +252,20 @@ async def test_jobs_of_one_owner_committed_together_check_its_lease_once(
 async def test_a_stale_owners_job_fails_alone_in_a_batch_with_the_owners(world: World) -> None:
     session_id = await world.session()
     await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.fence is not None
     stale = Fence(session_id, B, owned.fence.token)  # never held it
 
     def note(n: int) -> Any:
         return lambda tx: tx.emit(session_id, TENANT, "x.noted", {"n": n})
 
-    async def submit(fence: Fence, n: int) -> Any:
-        fences.current.set(fence)
-        return world.events.transact_nowait(note(n))
-
-    futures = [await asyncio.create_task(submit(owned.fence, n)) for n in range(10)]
-    lost = await asyncio.create_task(submit(stale, 99))
-    futures += [await asyncio.create_task(submit(owned.fence, n)) for n in range(10, 20)]
+    owner, impostor = (
+        SessionWriter(owned.fence.session_id, owned.fence),
+        SessionWriter(stale.session_id, stale),
+    )
+    futures = [world.events.transact_nowait(owner, note(n)) for n in range(10)]
+    lost = world.events.transact_nowait(impostor, note(99))
+    futures += [world.events.transact_nowait(owner, note(n)) for n in range(10, 20)]
     await asyncio.gather(*futures)
     with pytest.raises(LeaseLost):
         await lost
@@ -245,27 +283,29 @@ async def test_a_claim_keeps_the_lease_while_turns_are_queued_and_lets_go_after(
     session_id = await world.session()
     first, second = await world.queue(session_id, "one"), await world.queue(session_id, "two")
 
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=A, ttl_s=30)
     assert owned.claimed is not None and owned.claimed.turn.id == first and owned.claimed.more
     # Another process finds the session owned: it claims nothing and the turn stays queued.
-    other = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    other = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
     assert (other.claimed, other.fence, other.interrupted) == (None, None, [])
     assert await world.status(session_id, second) == ("queued", None)
 
     await world.turns.transact(
-        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (first,))
+        SessionWriter(session_id),
+        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (first,)),
     )
-    owned = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=owned.fence)
+    owned = await world.claims.owned(SessionWriter(session_id, owned.fence), owner=A, ttl_s=30)
     assert owned.claimed is not None and owned.claimed.turn.id == second
     assert not owned.interrupted  # the same tenure: nothing of its own is interrupted
     await world.turns.transact(
-        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (second,))
+        SessionWriter(session_id),
+        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (second,)),
     )
-    done = await world.turns.claim_owned(session_id, owner=A, ttl_s=30, fence=owned.fence)
+    done = await world.claims.owned(SessionWriter(session_id, owned.fence), owner=A, ttl_s=30)
     assert (done.claimed, done.fence) == (None, None)
     # Let go: the next message may run anywhere, under a new token.
     third = await world.queue(session_id, "three")
-    elsewhere = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    elsewhere = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
     assert elsewhere.claimed is not None and elsewhere.claimed.turn.id == third
     assert elsewhere.fence == Fence(session_id, B, 2)
 
@@ -306,17 +346,18 @@ async def test_a_lease_of_a_process_of_this_host_that_is_gone_is_freed(world: Wo
 async def test_deleting_a_session_deletes_its_lease(world: World) -> None:
     session_id = await world.session()
     await world.leases.acquire(session_id, A, 30)
-    assert await world.sessions.delete(TENANT, session_id)
+    assert await world.sessions.delete(SessionWriter(session_id), TENANT, session_id)
     assert await world.leases.holder(session_id) is None
 
 
-async def _waiting_for_approval(world: World, owner: str) -> tuple[str, str, str]:
+async def waiting_for_approval(world: World, owner: str) -> tuple[str, str, str]:
     """A session whose turn, claimed by `owner`, waits for an approval: (session, turn, id)."""
     session_id = await world.session()
     turn_id = await world.queue(session_id)
-    owned = await world.turns.claim_owned(session_id, owner=owner, ttl_s=30, fence=None)
+    owned = await world.claims.owned(SessionWriter(session_id), owner=owner, ttl_s=30)
     assert owned.claimed is not None
     approval = await world.approvals.create(
+        SessionWriter(session_id),
         tenant_id=TENANT,
         session_id=session_id,
         turn_id=turn_id,
@@ -330,8 +371,8 @@ async def _waiting_for_approval(world: World, owner: str) -> tuple[str, str, str
 
 
 async def test_start_up_expires_only_the_approvals_nobody_alive_waits_for(world: World) -> None:
-    _, _, live = await _waiting_for_approval(world, A)
-    dead_session, _, dead = await _waiting_for_approval(world, B)
+    _, _, live = await waiting_for_approval(world, A)
+    dead_session, _, dead = await waiting_for_approval(world, B)
     await expire(world, dead_session)
 
     assert await world.approvals.expire_all_pending(time.time()) == 1
@@ -342,10 +383,10 @@ async def test_start_up_expires_only_the_approvals_nobody_alive_waits_for(world:
 
 
 async def test_a_takeover_expires_the_interrupted_turns_approvals(world: World) -> None:
-    session_id, turn_id, approval_id = await _waiting_for_approval(world, A)
+    session_id, turn_id, approval_id = await waiting_for_approval(world, A)
     await expire(world, session_id)
 
-    taken = await world.turns.claim_owned(session_id, owner=B, ttl_s=30, fence=None)
+    taken = await world.claims.owned(SessionWriter(session_id), owner=B, ttl_s=30)
 
     assert taken.interrupted == [turn_id]
     approval = await world.approvals.get(approval_id)

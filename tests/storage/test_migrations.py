@@ -128,7 +128,7 @@ def migrations_before(directory: Path, version: int, into: Path) -> Path:
 def test_0017_keys_events_by_integers_and_every_reader_sees_the_same_rows(
     tmp_path: Path,
 ) -> None:
-    from app.storage.events import SELECT_EVENTS
+    from app.storage.event_log import SELECT_EVENTS
 
     db = tmp_path / "old.db"
     apply_migrations(db, migrations_before(PROJECT_ROOT / "migrations", 17, tmp_path / "old"))

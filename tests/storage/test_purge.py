@@ -6,15 +6,18 @@ under its bound; runs are audited per tenant, counts only."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
+from app.settings import RetentionSettings
 from app.storage import audit
 from app.storage.audit import AuditStore
 from app.storage.desk_sessions import DeskSession, DeskSessionStore
-from app.storage.events import SESSION_KEY, EventStore
+from app.storage.event_log import SESSION_KEY, EventStore
 from app.storage.port import Database
 from app.storage.purge import DAY, Purger, RetentionPolicy
 from app.storage.retention import SESSION_RULES
+from app.storage.session_writer import NO_SESSION
 from app.storage.sessions import SESSION_TABLES, SessionStore
 from app.storage.steps import NewStep, TurnRef, enqueue_steps
 from app.storage.turns import TurnStore, complete_turn
@@ -22,6 +25,7 @@ from app.storage.tx import Store, Tx
 from tests.storage.test_usage import running_turn
 
 NOW = time.time()
+POLICY = RetentionPolicy.from_settings(RetentionSettings())  # HERMES_RETENTION_* defaults
 
 
 async def finished_session(db: Database, tenant: str, *, turns: int = 2) -> str:
@@ -55,18 +59,19 @@ async def finished_session(db: Database, tenant: str, *, turns: int = 2) -> str:
                 completion_tokens=1,
             )
 
-        await store.transact(finish)
+        await store.transact(NO_SESSION, finish)
     return session_id
 
 
 async def archive(db: Database, session_id: str, days_ago: float) -> None:
     at = NOW - days_ago * DAY
     await db.write(
+        NO_SESSION,
         lambda conn: conn.execute(
             "UPDATE sessions SET status = 'archived', archived_at = ?, last_activity_at = ?"
             " WHERE id = ?",
             (at, at, session_id),
-        )
+        ),
     )
 
 
@@ -106,16 +111,17 @@ async def test_old_finished_sessions_lose_what_their_rules_say_and_nothing_else(
     await archive(db, ancient, days_ago=200)
     # The live session is old too: its rows were written long ago, it was never archived.
     await db.write(
+        NO_SESSION,
         lambda conn: conn.execute(
             f"UPDATE events SET created_at = ? WHERE session_key = {SESSION_KEY}",
             (NOW - 400 * DAY, live),
-        )
+        ),
     )
     before = {s: await _count(db, "events", s) for s in (old, recent, live)}
     live_seqs = await _seqs(db, live)
     assert all(before.values())
 
-    report = await Purger(db, RetentionPolicy()).purge(now=NOW)
+    report = await Purger(db, POLICY).purge(now=NOW)
 
     for table in ("events", "steps", "tool_calls"):
         assert await _count(db, table, old) == 0, table
@@ -149,7 +155,7 @@ async def test_batches_stay_under_their_bound_and_a_second_run_finds_nothing(
     for s in sessions:
         await archive(db, s, days_ago=31)
     total = sum([await _count(db, "events", s) for s in sessions])
-    purger = Purger(db, RetentionPolicy(batch_rows=7, pause_s=0))
+    purger = Purger(db, replace(POLICY, batch_rows=7, pause_s=0))
 
     report = await purger.purge(now=NOW)
 
@@ -158,7 +164,7 @@ async def test_batches_stay_under_their_bound_and_a_second_run_finds_nothing(
     assert report.batches >= total // 7
     again = await purger.purge(now=NOW)
     assert again.rows == 0
-    assert again.batches == len(RetentionPolicy().cutoffs(NOW))  # one look per rule
+    assert again.batches == len(POLICY.cutoffs(NOW))  # one look per rule
 
 
 async def test_a_resumed_session_keeps_its_rows_until_archived_again(open_db: Any) -> None:
@@ -166,15 +172,16 @@ async def test_a_resumed_session_keeps_its_rows_until_archived_again(open_db: An
     session_id = await finished_session(db, "acme")
     await archive(db, session_id, days_ago=40)
     await db.write(
+        NO_SESSION,
         lambda conn: conn.execute(
             "UPDATE sessions SET status = 'active' WHERE id = ?", (session_id,)
-        )
+        ),
     )
-    await Purger(db, RetentionPolicy()).purge(now=NOW)
+    await Purger(db, POLICY).purge(now=NOW)
     assert await _count(db, "events", session_id) > 0
 
     await archive(db, session_id, days_ago=35)  # archived again, a while ago
-    await Purger(db, RetentionPolicy()).purge(now=NOW)
+    await Purger(db, POLICY).purge(now=NOW)
     assert await _count(db, "events", session_id) == 0
 
 
@@ -189,11 +196,11 @@ async def test_old_audit_rows_go_recent_ones_stay_and_zero_keeps_for_ever(
             tx.now = NOW - days * DAY
             audit.record(tx, tenant_id="acme", actor="op", role="operator", action=f"x.{days}")
 
-    await store.transact(rows)
-    await Purger(db, RetentionPolicy(audit_days=0)).purge(now=NOW)
+    await store.transact(NO_SESSION, rows)
+    await Purger(db, replace(POLICY, audit_days=0)).purge(now=NOW)
     assert len(await AuditStore(db).list("acme")) == 2
 
-    report = await Purger(db, RetentionPolicy()).purge(now=NOW)
+    report = await Purger(db, POLICY).purge(now=NOW)
     assert report.by_table() == {"audit_log": 1}
     left = [e.action for e in await AuditStore(db).list("acme")]
     assert left == ["x.10", "retention.purged"]
@@ -216,7 +223,7 @@ async def test_desk_sign_ins_go_once_they_have_ended_in_bounded_batches(open_db:
     ended.append(await desk_sign_in(db, "acme", -86400))
     live = await desk_sign_in(db, "acme", 60)
 
-    report = await Purger(db, RetentionPolicy(batch_rows=2, pause_s=0)).purge(now=NOW)
+    report = await Purger(db, replace(POLICY, batch_rows=2, pause_s=0)).purge(now=NOW)
 
     assert report.by_tenant() == {"acme": {"desk_sessions": 3}, "zeta": {"desk_sessions": 2}}
     assert report.max_batch_rows == 2
@@ -224,7 +231,7 @@ async def test_desk_sign_ins_go_once_they_have_ended_in_bounded_batches(open_db:
     assert await store.get(live) is not None
     # Kept as long as it stands, whatever the other rules keep or not.
     days = ("events", "steps", "idempotency", "approvals", "messages", "audit")
-    nothing = RetentionPolicy(**{f"{rule}_days": 0 for rule in days})  # all kept for ever
+    nothing = replace(POLICY, **{f"{rule}_days": 0 for rule in days})  # all kept for ever
     assert (await Purger(db, nothing).purge(now=NOW + 59)).rows == 0
     assert (await Purger(db, nothing).purge(now=NOW + 61)).by_table() == {"desk_sessions": 1}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import PROJECT_ROOT
+from app.storage.session_writer import NO_SESSION
 from app.storage.sqlite import SqliteDatabase, ensure_incremental_vacuum
 
 MIGRATIONS = PROJECT_ROOT / "migrations"
@@ -60,8 +61,8 @@ async def test_reclaim_empties_the_freelist_and_shrinks_the_file(tmp_path: Path)
                 [("y" * 1000,) for _ in range(5000)],
             )
 
-        await db.write(fill)
-        await db.write(lambda conn: conn.execute("DELETE FROM audit_log"))
+        await db.write(NO_SESSION, fill)
+        await db.write(NO_SESSION, lambda conn: conn.execute("DELETE FROM audit_log"))
         await db.checkpoint()
         free_before = _pragma(path, "freelist_count")
         size_before = path.stat().st_size
@@ -88,11 +89,12 @@ async def test_the_wal_is_cut_back_under_its_cap(tmp_path: Path) -> None:
         reader.execute("SELECT count(*) FROM sessions").fetchone()
         for _ in range(5):
             await db.write(
+                NO_SESSION,
                 lambda conn: conn.executemany(
                     "INSERT INTO audit_log (tenant_id, actor, role, action, at, details)"
                     " VALUES ('t', 'a', 'r', 'x', 0, ?)",
                     [("z" * 1000,) for _ in range(200)],
-                )
+                ),
             )
         wal = path.with_name("h.db-wal")
         grown = wal.stat().st_size

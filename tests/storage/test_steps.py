@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 from app import events
-from app.storage.events import SESSION_KEY, EventStore
+from app.storage.event_log import SESSION_KEY, EventStore
 from app.storage.export import rows_due
 from app.storage.port import Database
-from app.storage.purge import RetentionPolicy
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.steps import (
     EVENT_GONE,
@@ -24,7 +24,7 @@ from app.storage.steps import (
 )
 from app.storage.turns import TurnStore
 from app.storage.tx import Tx
-from tests.storage.test_purge import NOW, archive
+from tests.storage.test_purge import NOW, POLICY, archive
 from tests.storage.test_usage import running_turn
 
 RESULT = {"status": "success", "data": {"order": "202405201234", "state": "shipped"}}
@@ -55,7 +55,7 @@ async def tool_step(db: Database, *, by_reference: bool = True) -> tuple[TurnRef
         finish_step(tx, step.id, "succeeded", {"result": result})
         return step.id, event.seq
 
-    step_id, seq = await turns.transact(run)
+    step_id, seq = await turns.transact(SessionWriter(session_id), run)
     return ref, step_id, seq
 
 
@@ -85,10 +85,11 @@ async def test_a_result_whose_event_is_gone_reads_as_a_marker(open_db: Any) -> N
     db = await open_db()
     ref, _, seq = await tool_step(db)
     await db.write(
+        SessionWriter(ref.session_id),
         lambda c: c.execute(
             f"DELETE FROM events WHERE session_key = {SESSION_KEY} AND seq = ?",
             (ref.session_id, seq),
-        )
+        ),
     )
     [step] = await StepStore(db).for_session("acme", ref.session_id)
     assert step.result == {"$event": seq, "missing": EVENT_GONE}
@@ -99,16 +100,18 @@ async def test_rows_stored_before_read_as_they_did(open_db: Any) -> None:
     ref, step_id, _ = await tool_step(db, by_reference=False)
     old_ref = {"$ref": "step_schemas/" + "ab" * 16}
     await db.write(
+        NO_SESSION,
         lambda c: c.execute(
             "INSERT INTO step_schemas (digest, body) VALUES (?, ?)",
             ("ab" * 16, json.dumps({"old": True})),
-        )
+        ),
     )
     await db.write(
+        SessionWriter(ref.session_id),
         lambda c: c.execute(
             "UPDATE steps SET expected_output_schema = ? WHERE id = ?",
             (json.dumps(old_ref), step_id),
-        )
+        ),
     )
     [step] = await StepStore(db).for_session("acme", ref.session_id)
     assert step.result == RESULT and step.expected_output_schema == {"old": True}
@@ -118,9 +121,10 @@ async def test_the_export_writes_a_referenced_result_whole(open_db: Any) -> None
     db = await open_db()
     ref, step_id, _ = await tool_step(db)
     await TurnStore(db).transact(
-        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (ref.turn_id,))
+        SessionWriter(ref.session_id),
+        lambda tx: tx.execute("UPDATE turns SET status = 'completed' WHERE id = ?", (ref.turn_id,)),
     )
     await archive(db, ref.session_id, days_ago=40)
-    rows = [row async for table, row in rows_due(db, RetentionPolicy(), NOW) if table == "steps"]
+    rows = [row async for table, row in rows_due(db, POLICY, NOW) if table == "steps"]
     assert [json.loads(row["result"]) for row in rows] == [RESULT]
     assert await stored_result(db, step_id) != RESULT  # the stored row still refers

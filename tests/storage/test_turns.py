@@ -1,5 +1,6 @@
 """TurnStore's transactions on a real SQLite file: accept (idempotency, busy policy, queue
-limit), claim_next, complete, fail, the start-up recovery and reopening; each state change is
+limit), claim_next, complete, fail, the transitions a claim or an interruption composes
+(app.conversation.claims, app.conversation.interruptions) and reopening; each state change is
 committed together with the events that announce it, and published only after the commit."""
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from typing import Any
 import pytest
 
 from app.errors import QueueFull, SessionBusy
-from app.storage.events import EventStore
+from app.storage import turns
+from app.storage.event_log import EventStore
 from app.storage.messages import MessageStore
 from app.storage.port import Database
 from app.storage.records import Event, Message
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.storage.tx import Tx
+from tests.storage.batches import beside_a_batchmate
 
 TENANT = "default"
 
@@ -48,6 +52,7 @@ class Stores:
         tenant_id: str = TENANT,
     ) -> Accepted | None:
         return await self.turns.accept(
+            SessionWriter(session_id),
             tenant_id=tenant_id,
             session_id=session_id,
             content=content,
@@ -63,9 +68,6 @@ class Stores:
 
     async def history(self, session_id: str) -> list[Message]:
         return (await self.messages.page(TENANT, session_id, limit=100))[0]
-
-    def published_types(self) -> list[list[str]]:
-        return [[e.type for e in batch] for batch in self.published]
 
 
 @pytest.fixture
@@ -153,6 +155,33 @@ async def test_reject_policy_refuses_while_a_turn_is_open_and_writes_nothing(
     assert await stores.log(session_id) == []
 
 
+async def test_a_refused_message_leaves_the_other_jobs_of_its_batch_run_once(
+    stores: Stores,
+) -> None:
+    """A refusal is the accept job's answer, not a failure: the batch it shares commits as it
+    is. (Raised, it made the writer run the whole batch again, each job in a savepoint: every
+    other job of the batch ran twice.)"""
+    session_id = await stores.session()
+    await accepted(stores, session_id, "one")
+    before = stores.db.counts()
+    runs, (refused, full) = await beside_a_batchmate(
+        stores.turns,
+        SessionWriter(session_id),
+        stores.accept(session_id, "two", policy="reject"),
+        stores.accept(session_id, "three", max_queued=0),
+    )
+    with pytest.raises(SessionBusy):
+        await refused
+    with pytest.raises(QueueFull):
+        await full
+
+    assert runs == 1
+    spent = stores.db.counts() - before
+    assert spent.commits == 2  # the gate's batch, then this one, with no savepoints in it:
+    assert spent.control == 4  # BEGIN and COMMIT twice
+    assert [m.content for m in await stores.history(session_id)] == ["one"]
+
+
 async def test_enqueue_policy_queues_behind_open_turns_and_announces_it(stores: Stores) -> None:
     session_id = await stores.session()
     first = await accepted(stores, session_id, "one")
@@ -173,7 +202,7 @@ async def test_enqueue_policy_queues_behind_open_turns_and_announces_it(stores: 
 async def test_the_queue_limit_counts_waiting_turns(stores: Stores) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id, "one")
-    await stores.turns.claim_next(session_id)  # running
+    await stores.turns.claim_next(SessionWriter(session_id), session_id)  # running
     await accepted(stores, session_id, "two", max_queued=1)  # one waiting: allowed
 
     with pytest.raises(QueueFull):
@@ -203,7 +232,7 @@ async def test_claim_next_runs_the_oldest_queued_turn_and_announces_it(stores: S
     await accepted(stores, session_id, "two")
     stores.published.clear()
 
-    claimed = await stores.turns.claim_next(session_id)
+    claimed = await stores.turns.claim_next(SessionWriter(session_id), session_id)
 
     assert claimed is not None
     assert (claimed.turn.id, claimed.turn.status, claimed.user_id) == (
@@ -223,16 +252,18 @@ async def test_claim_next_runs_the_oldest_queued_turn_and_announces_it(stores: S
 
 async def test_claim_next_waits_while_a_turn_runs_and_is_none_when_idle(stores: Stores) -> None:
     session_id = await stores.session()
-    assert await stores.turns.claim_next(session_id) is None
+    assert await stores.turns.claim_next(SessionWriter(session_id), session_id) is None
     await accepted(stores, session_id, "one")
-    only = await stores.turns.claim_next(session_id)
+    only = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert only is not None and not only.more
     await accepted(stores, session_id, "two")
 
-    assert await stores.turns.claim_next(session_id) is None  # one at a time
+    assert (
+        await stores.turns.claim_next(SessionWriter(session_id), session_id) is None
+    )  # one at a time
 
-    await stores.turns.fail(only.turn, "x", "done")
-    after = await stores.turns.claim_next(session_id)
+    await stores.turns.fail(SessionWriter(only.turn.session_id), only.turn, "x", "done")
+    after = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert after is not None and after.turn.number == 2
 
 
@@ -244,12 +275,13 @@ async def test_complete_stores_the_reply_closes_the_turn_and_announces_both_at_o
 ) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id)
-    claimed = await stores.turns.claim_next(session_id)
+    claimed = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
     stores.published.clear()
     seen_in_tx: list[str] = []
 
     message = await stores.turns.complete(
+        SessionWriter(claimed.turn.session_id),
         claimed.turn,
         text="All done.",
         token_estimate=3,
@@ -291,7 +323,7 @@ async def test_a_failing_snapshot_write_leaves_the_turn_running_and_nothing_anno
 ) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id)
-    claimed = await stores.turns.claim_next(session_id)
+    claimed = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
     stores.published.clear()
 
@@ -300,6 +332,7 @@ async def test_a_failing_snapshot_write_leaves_the_turn_running_and_nothing_anno
 
     with pytest.raises(RuntimeError):
         await stores.turns.complete(
+            SessionWriter(claimed.turn.session_id),
             claimed.turn,
             text="lost",
             token_estimate=1,
@@ -324,8 +357,12 @@ async def test_fail_closes_an_open_turn_once(stores: Stores) -> None:
     session_id = await stores.session()
     queued = (await accepted(stores, session_id)).turn
 
-    await stores.turns.fail(queued, "llm_unavailable", "the model is down")
-    await stores.turns.fail(queued, "other", "a second failure changes nothing")
+    await stores.turns.fail(
+        SessionWriter(queued.session_id), queued, "llm_unavailable", "the model is down"
+    )
+    await stores.turns.fail(
+        SessionWriter(queued.session_id), queued, "other", "a second failure changes nothing"
+    )
 
     turn = await stores.turns.get(session_id, queued.id)
     assert turn is not None
@@ -338,32 +375,72 @@ async def test_fail_closes_an_open_turn_once(stores: Stores) -> None:
     assert [(e.type, e.data["code"]) for e in events] == [("turn.failed", "llm_unavailable")]
 
 
-async def test_fail_interrupted_fails_running_turns_and_keeps_queued_ones(stores: Stores) -> None:
+async def test_fail_queued_ends_only_the_queued_turns_each_announced(stores: Stores) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id, "one")
-    running = await stores.turns.claim_next(session_id)
+    running = await stores.turns.claim_next(SessionWriter(session_id), session_id)
+    assert running is not None
+    second = (await accepted(stores, session_id, "two")).turn
+    third = (await accepted(stores, session_id, "three")).turn
+    stores.published.clear()
+
+    failed = await stores.turns.transact(
+        NO_SESSION, lambda tx: turns.fail_queued(tx, session_id, "handed_off", "an agent answers")
+    )
+
+    assert sorted(t.id for t in failed) == sorted([second.id, third.id])
+    for turn in (second, third):
+        ended = await stores.turns.get(session_id, turn.id)
+        assert ended is not None
+        assert (ended.status, ended.error_code, ended.error_message) == (
+            "failed",
+            "handed_off",
+            "an agent answers",
+        )
+    still = await stores.turns.get(session_id, running.turn.id)
+    assert still is not None and still.status == "running"
+    [batch] = stores.published
+    assert sorted((e.type, e.turn_id) for e in batch) == sorted(
+        [("turn.failed", second.id), ("turn.failed", third.id)]
+    )
+
+
+async def test_mark_interrupted_marks_only_a_running_turn_and_announces_nothing(
+    stores: Stores,
+) -> None:
+    session_id = await stores.session()
+    await accepted(stores, session_id, "one")
+    running = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert running is not None
     waiting = (await accepted(stores, session_id, "two")).turn
+    stores.published.clear()
 
-    assert await stores.turns.fail_interrupted() == [running.turn.id]
+    def mark(tx: Tx) -> list[bool]:
+        found = turns.running(tx, session_id)
+        assert [t.id for t in found] == [running.turn.id]
+        return [turns.mark_interrupted(tx, t, "gone") for t in (*found, waiting)]
 
+    assert await stores.turns.transact(SessionWriter(session_id), mark) == [True, False]
     first = await stores.turns.get(session_id, running.turn.id)
     second = await stores.turns.get(session_id, waiting.id)
     assert first is not None and (first.status, first.error_code) == ("failed", "interrupted")
     assert second is not None and second.status == "queued"
-    assert await stores.turns.queued_sessions() == [session_id]
-    assert (await stores.log(session_id))[-1] == ("turn.failed", running.turn.id)
+    assert stores.published == []  # the caller closes what it left open, then announces it
 
 
 async def test_a_failed_last_turn_reopens_to_resume_from_a_step(stores: Stores) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id)
-    claimed = await stores.turns.claim_next(session_id)
+    claimed = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
-    await stores.turns.fail(claimed.turn, "llm_unavailable", "down")
+    await stores.turns.fail(
+        SessionWriter(claimed.turn.session_id), claimed.turn, "llm_unavailable", "down"
+    )
     last_seq = await stores.events.last_seq(session_id)
 
-    reopened = await stores.turns.reopen(claimed.turn, "step_1")
+    reopened = await stores.turns.reopen(
+        SessionWriter(claimed.turn.session_id), claimed.turn, "step_1"
+    )
 
     assert reopened is not None
     assert (reopened.status, reopened.resume_from_step, reopened.error_code) == (
@@ -372,7 +449,7 @@ async def test_a_failed_last_turn_reopens_to_resume_from_a_step(stores: Stores) 
         None,
     )
     assert reopened.accepted_seq == last_seq  # its stream starts after the failure
-    again = await stores.turns.claim_next(session_id)
+    again = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert again is not None and again.turn.id == claimed.turn.id
     started = (await stores.events.after(session_id, last_seq))[0]
     assert started.data["resumed_from_step"] == "step_1"
@@ -381,14 +458,18 @@ async def test_a_failed_last_turn_reopens_to_resume_from_a_step(stores: Stores) 
 async def test_only_a_failed_turn_of_an_idle_session_reopens(stores: Stores) -> None:
     session_id = await stores.session()
     await accepted(stores, session_id, "one")
-    claimed = await stores.turns.claim_next(session_id)
+    claimed = await stores.turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
 
-    assert await stores.turns.reopen(claimed.turn, "s") is None  # still running
+    assert (
+        await stores.turns.reopen(SessionWriter(claimed.turn.session_id), claimed.turn, "s") is None
+    )  # still running
 
-    await stores.turns.fail(claimed.turn, "x", "failed")
+    await stores.turns.fail(SessionWriter(claimed.turn.session_id), claimed.turn, "x", "failed")
     await accepted(stores, session_id, "two")
-    assert await stores.turns.reopen(claimed.turn, "s") is None  # the session is busy
+    assert (
+        await stores.turns.reopen(SessionWriter(claimed.turn.session_id), claimed.turn, "s") is None
+    )  # the session is busy
     turn = await stores.turns.get(session_id, claimed.turn.id)
     assert turn is not None and turn.status == "failed"
 
@@ -402,7 +483,7 @@ async def test_record_understanding_marks_the_message_and_announces_it(stores: S
         {"intent": "greet", "confidence": 0.1},
     ]
     nlu = {"intent": "order_status", "confidence": 0.9, "ranking": ranking}
-    await stores.turns.record_understanding(turn, nlu)
+    await stores.turns.record_understanding(SessionWriter(turn.session_id), turn, nlu)
 
     [message] = await stores.history(session_id)
     # the ranking is announced only: the message, kept longest, has no use for it

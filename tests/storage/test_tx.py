@@ -1,91 +1,38 @@
-"""A turn's writes: held ones run inside the transaction of the next, events in order, published
-only after the commit."""
+"""A write transaction: its events in order with per-session sequence numbers, published only
+after the commit; a refusal raised after it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from app import events
+from app.errors import InternalError, SessionBusy
 from app.events import EventType
-from app.storage.events import EventStore
+from app.storage.event_log import EventStore
 from app.storage.port import Database
 from app.storage.records import Event, dumps
-from app.storage.tx import Store, TurnWrites, Tx
-
-SESSION = "ses_tx"
+from app.storage.session_writer import SessionWriter
+from app.storage.tx import Refused, Store, Tx
+from tests.storage.one_session import SESSION, with_one_session
 
 
 @pytest.fixture
-async def db(open_db: Any) -> AsyncIterator[Database]:
-    database = await open_db()
-    await database.write(
-        lambda c: c.execute(
-            "INSERT INTO sessions (id, tenant_id, user_id, status, created_at, updated_at,"
-            " last_activity_at) VALUES (?, 't', 'u', 'active', 0, 0, 0)",
-            (SESSION,),
-        )
-    )
-    yield database
-    await database.close()
-
-
-def event(type: str) -> Callable[[Tx], Event]:
-    return lambda tx: tx.emit(SESSION, "t", type, {})
-
-
-async def test_held_writes_ride_with_the_next_one(db: Database) -> None:
-    published: list[list[Event]] = []
-    writes = TurnWrites(Store(db, published.append))
-    before = db.counts()
-    writes.hold(event("a"))
-    writes.hold(event("b"))
-    assert published == [] and db.counts().jobs == before.jobs  # nothing sent yet
-    last = await writes.now(event("c"))
-    cost = db.counts() - before
-    assert (cost.jobs, cost.commits, cost.events) == (1, 1, 3)
-    assert [[e.type for e in batch] for batch in published] == [["a", "b", "c"]]
-    assert [e.seq for e in published[0]] == [1, 2, 3] and last.seq == 3
-
-
-async def test_a_failing_held_write_fails_its_carrier_and_nothing_is_published(
-    db: Database,
-) -> None:
-    published: list[list[Event]] = []
-    writes = TurnWrites(Store(db, published.append))
-    writes.hold(event("a"))
-
-    def broken(tx: Tx) -> None:
-        raise ValueError("no")
-
-    writes.hold(broken)
-    with pytest.raises(ValueError, match="no"):
-        await writes.now(event("c"))
-    assert published == []
-    assert await db.fetchall("SELECT * FROM events") == []
-
-
-async def test_release_sends_what_is_held_on_its_own(db: Database) -> None:
-    published: list[list[Event]] = []
-    writes = TurnWrites(Store(db, published.append))
-    writes.release()  # nothing held: nothing sent
-    writes.hold(event("a"))
-    writes.release()
-    await writes.now(event("b"))  # the writer keeps order: a's job commits first
-    assert [[e.type for e in batch] for batch in published] == [["a"], ["b"]]
+async def db(open_db: Any) -> Database:
+    return await with_one_session(open_db)
 
 
 async def add_turn(db: Database, session_id: str, turn_id: str, number: int = 1) -> None:
     """A turn row with this id (events of a turn name one: `Tx.emit` stores its number)."""
     await db.write(
+        SessionWriter(session_id),
         lambda c: c.execute(
             "INSERT INTO turns (id, session_id, tenant_id, number, user_message_id, status,"
             " accepted_seq, created_at) VALUES (?, ?, 't', ?, 'msg_1', 'running', 0, 0)",
             (turn_id, session_id, number),
-        )
+        ),
     )
 
 
@@ -99,7 +46,7 @@ async def test_a_turns_id_is_stored_once_as_its_number_and_read_back_in_front(
             SESSION, "t", EventType.TURN_QUEUED, {"turn_id": "turn_1", "ahead": 2}, "turn_1"
         )
 
-    published = await Store(db).transact(emit)
+    published = await Store(db).transact(SessionWriter(SESSION), emit)
     assert published.data == {"turn_id": "turn_1", "ahead": 2}
     # The row: the session's integer key, the turn's number; no text id, no tenant.
     stored = await db.fetchall(
@@ -110,11 +57,12 @@ async def test_a_turns_id_is_stored_once_as_its_number_and_read_back_in_front(
     assert [tuple(r) for r in stored] == [('{"ahead":2}', 7)]
     # A row stored before (the id in the payload too) reads the same; the order is the wire's.
     await db.write(
+        SessionWriter(SESSION),
         lambda c: c.execute(
             "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
             " SELECT session_key, 2, 7, 'turn.queued', ?, 0 FROM sessions WHERE id = ?",
             ('{"turn_id":"turn_1","ahead":3}', SESSION),
-        )
+        ),
     )
     read = await EventStore(db).after(SESSION, 0)
     assert [list(e.data.items()) for e in read] == [
@@ -143,7 +91,8 @@ async def test_a_step_states_null_fields_are_not_stored_and_read_back_as_sent(
         "turn_1", "stp_2", parent_id="stp_0", status="failed", error={"code": "x"}, **common
     )
     live = await Store(db).transact(
-        lambda tx: [tx.emit(SESSION, "t", *plain), tx.emit(SESSION, "t", *failed)]
+        SessionWriter(SESSION),
+        lambda tx: [tx.emit(SESSION, "t", *plain), tx.emit(SESSION, "t", *failed)],
     )
     stored = [
         json.loads(r[0])
@@ -163,11 +112,12 @@ async def test_a_step_states_null_fields_are_not_stored_and_read_back_as_sent(
     assert list(read[0].data)[:4] == ["turn_id", "step_id", "key", "parent_id"]
     # A state shrunk in place by an older Hermes reads as it is.
     await db.write(
+        SessionWriter(SESSION),
         lambda c: c.execute(
             "INSERT INTO events (session_key, seq, turn_number, type, data, created_at)"
             " SELECT session_key, 3, 1, 'step.updated', ?, 0 FROM sessions WHERE id = ?",
             ('{"step_id":"stp_1","status":"queued"}', SESSION),
-        )
+        ),
     )
     old = (await EventStore(db).after(SESSION, 2))[0]
     assert old.data == {"turn_id": "turn_1", "step_id": "stp_1", "status": "queued"}
@@ -176,9 +126,10 @@ async def test_a_step_states_null_fields_are_not_stored_and_read_back_as_sent(
 async def test_an_event_of_a_turn_not_in_the_session_is_refused(db: Database) -> None:
     with pytest.raises(LookupError, match="not a turn of session"):
         await Store(db).transact(
+            SessionWriter(SESSION),
             lambda tx: tx.emit(
                 SESSION, "t", EventType.TURN_QUEUED, {"turn_id": "turn_x", "ahead": 2}, "turn_x"
-            )
+            ),
         )
     assert await EventStore(db).after(SESSION, 0) == []
 
@@ -186,23 +137,27 @@ async def test_an_event_of_a_turn_not_in_the_session_is_refused(db: Database) ->
 async def test_a_turns_event_without_its_id_first_is_refused(db: Database) -> None:
     with pytest.raises(ValueError, match="first field"):
         await Store(db).transact(
-            lambda tx: tx.emit(SESSION, "t", EventType.TURN_QUEUED, {"ahead": 2}, "turn_1")
+            SessionWriter(SESSION),
+            lambda tx: tx.emit(SESSION, "t", EventType.TURN_QUEUED, {"ahead": 2}, "turn_1"),
         )
 
 
-async def test_a_following_write_runs_after_the_next_one_and_sees_its_events(
-    db: Database,
-) -> None:
+async def test_a_refusal_is_raised_after_its_batch_commits(db: Database) -> None:
+    store = Store(db)
+    refusal = SessionBusy("busy", session_id=SESSION)
+    with pytest.raises(SessionBusy) as raised:
+        await store.transact(SessionWriter(SESSION), lambda tx: Refused(refusal))
+    assert raised.value is refusal
+
+
+async def test_a_job_that_refuses_after_writing_fails(db: Database) -> None:
+    """A refusal commits with its batch: one after an event would store the event."""
     published: list[list[Event]] = []
-    writes = TurnWrites(Store(db, published.append))
-    seen: list[list[str]] = []
-    writes.hold(event("a"))
-    writes.follow(lambda tx: seen.append([e.type for e in tx.events]))
-    writes.follow(event("c"))
-    await writes.now(event("b"))
-    assert seen == [["a", "b"]]
-    assert [[e.type for e in batch] for batch in published] == [["a", "b", "c"]]
-    writes.follow(event("d"))
-    writes.release()  # a following write with nothing to follow goes on its own
-    await writes.now(event("e"))
-    assert [[e.type for e in batch] for batch in published][1:] == [["d"], ["e"]]
+
+    def wrote_then_refused(tx: Tx) -> Refused:
+        tx.emit(SESSION, "t", "a", {})
+        return Refused(SessionBusy("busy"))
+
+    with pytest.raises(InternalError, match="refused after it wrote"):
+        await Store(db, published.append).transact(SessionWriter(SESSION), wrote_then_refused)
+    assert published == [] and await db.fetchall("SELECT * FROM events") == []

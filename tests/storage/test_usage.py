@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.turns import TurnStore, complete_turn
 from app.storage.usage import Usage, UsageStore, seconds_to_next_day, utc_day
@@ -26,6 +27,7 @@ def test_days_are_utc_and_end_at_midnight() -> None:
 async def running_turn(turns: TurnStore, tenant: str, session_id: str) -> Any:
     """A turn accepted and claimed: its worker would run it now."""
     accepted = await turns.accept(
+        SessionWriter(session_id),
         tenant_id=tenant,
         session_id=session_id,
         content="hi",
@@ -35,7 +37,7 @@ async def running_turn(turns: TurnStore, tenant: str, session_id: str) -> Any:
         max_queued=10,
     )
     assert accepted is not None
-    claimed = await turns.claim_next(session_id)
+    claimed = await turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
     return claimed.turn
 
@@ -49,6 +51,7 @@ async def test_usage_is_added_with_the_turns_end(open_db: Any) -> None:
 
     turn = await running_turn(turns, "acme", first)
     await turns.transact(
+        SessionWriter(turn.session_id),
         lambda tx: complete_turn(
             tx,
             turn,
@@ -59,14 +62,20 @@ async def test_usage_is_added_with_the_turns_end(open_db: Any) -> None:
             prompt_tokens=10,
             completion_tokens=5,
             usage=Usage(15, 0.25),
-        )
+        ),
     )
     turn = await running_turn(turns, "acme", second)
-    await turns.fail(turn, "budget_exceeded", "over", usage=Usage(40, 0.5))
+    await turns.fail(
+        SessionWriter(turn.session_id), turn, "budget_exceeded", "over", usage=Usage(40, 0.5)
+    )
     # Failing it again (already finished) adds nothing.
-    await turns.fail(turn, "budget_exceeded", "over", usage=Usage(40, 0.5))
+    await turns.fail(
+        SessionWriter(turn.session_id), turn, "budget_exceeded", "over", usage=Usage(40, 0.5)
+    )
     turn = await running_turn(turns, "zeta", other)
-    await turns.fail(turn, "llm_unavailable", "down", usage=Usage(7, 0))
+    await turns.fail(
+        SessionWriter(turn.session_id), turn, "llm_unavailable", "down", usage=Usage(7, 0)
+    )
 
     assert await usage.of_session("acme", first) == Usage(15, 0.25)
     assert await usage.of_session("acme", second) == Usage(40, 0.5)

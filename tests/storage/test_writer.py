@@ -12,13 +12,16 @@ import pytest
 
 from app.errors import DatabaseClosed
 from app.storage.port import Database
+from app.storage.session_writer import NO_SESSION
 from app.storage.sqlite import SqliteDatabase
 
 
 @pytest.fixture
 async def db(open_db: Any) -> Database:
     database: Database = await open_db()
-    await database.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)"))
+    await database.write(
+        NO_SESSION, lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")
+    )
     return database
 
 
@@ -41,7 +44,7 @@ async def test_queued_jobs_commit_together_in_order(db: Database) -> None:
     def insert(k: int):
         return lambda c: (c.execute("INSERT INTO t VALUES (?, ?)", (k, str(k))), k)[1]
 
-    futures = [db.submit(insert(k), on_commit=seen.append) for k in range(200)]
+    futures = [db.submit(NO_SESSION, insert(k), on_commit=seen.append) for k in range(200)]
     results = await asyncio.gather(*futures)
     assert results == list(range(200))
     assert seen == list(range(200))  # callbacks run in commit order
@@ -62,7 +65,7 @@ async def test_a_failing_job_does_not_undo_its_batchmates(db: Database) -> None:
     def ok2(c: sqlite3.Connection) -> None:
         c.execute("INSERT INTO t VALUES (3, 'c')")
 
-    f1, f2, f3 = db.submit(ok), db.submit(bad), db.submit(ok2)
+    f1, f2, f3 = db.submit(NO_SESSION, ok), db.submit(NO_SESSION, bad), db.submit(NO_SESSION, ok2)
     await f1
     with pytest.raises(ValueError, match="business rule"):
         await f2
@@ -74,7 +77,7 @@ async def test_a_failing_job_does_not_undo_its_batchmates(db: Database) -> None:
 async def test_a_batch_without_failures_runs_without_savepoints(db: Database) -> None:
     before = db.counts()
     futures = [
-        db.submit(lambda c, k=k: c.execute("INSERT INTO t VALUES (?, ?)", (k, "v")))
+        db.submit(NO_SESSION, lambda c, k=k: c.execute("INSERT INTO t VALUES (?, ?)", (k, "v")))
         for k in range(100)
     ]
     await asyncio.gather(*futures)
@@ -84,16 +87,16 @@ async def test_a_batch_without_failures_runs_without_savepoints(db: Database) ->
 
 
 async def test_a_job_failing_in_the_database_does_not_undo_its_batchmates(db: Database) -> None:
-    await db.write(lambda c: c.execute("INSERT INTO t VALUES (0, 'taken')"))
+    await db.write(NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (0, 'taken')"))
     before = db.counts()
     futures = [
-        db.submit(lambda c, k=k: c.execute("INSERT INTO t VALUES (?, 'v')", (k,)))
+        db.submit(NO_SESSION, lambda c, k=k: c.execute("INSERT INTO t VALUES (?, 'v')", (k,)))
         for k in range(1, 60)
     ]
     # A duplicate key in the middle: on PostgreSQL the whole transaction is aborted by it.
-    duplicate = db.submit(lambda c: c.execute("INSERT INTO t VALUES (0, 'again')"))
+    duplicate = db.submit(NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (0, 'again')"))
     futures += [
-        db.submit(lambda c, k=k: c.execute("INSERT INTO t VALUES (?, 'v')", (k,)))
+        db.submit(NO_SESSION, lambda c, k=k: c.execute("INSERT INTO t VALUES (?, 'v')", (k,)))
         for k in range(60, 120)
     ]
     await asyncio.gather(*futures)
@@ -117,15 +120,15 @@ async def test_jobs_read_their_own_writes_and_row_counts_inside_a_batch(db: Data
         (count,) = c.execute("SELECT COUNT(*) FROM t WHERE v = 'touched'").fetchone()
         return changed, count
 
-    futures = [db.submit(insert(k)) for k in range(30)]
-    touched = db.submit(touch_all)
-    futures += [db.submit(insert(k)) for k in range(30, 40)]
+    futures = [db.submit(NO_SESSION, insert(k)) for k in range(30)]
+    touched = db.submit(NO_SESSION, touch_all)
+    futures += [db.submit(NO_SESSION, insert(k)) for k in range(30, 40)]
     await asyncio.gather(*futures)
     assert await touched == (30, 30)
 
 
 async def test_reads_see_committed_writes(db: Database) -> None:
-    await db.write(lambda c: c.execute("INSERT INTO t VALUES (7, 'x')"))
+    await db.write(NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (7, 'x')"))
     row = await db.fetchone("SELECT v FROM t WHERE k = 7")
     assert row is not None and row["v"] == "x"
 
@@ -139,7 +142,9 @@ async def test_readers_are_read_only(db: Database) -> None:
 
 
 async def test_cancelled_caller_still_commits(db: Database) -> None:
-    task = asyncio.create_task(db.write(lambda c: c.execute("INSERT INTO t VALUES (5, 'y')")))
+    task = asyncio.create_task(
+        db.write(NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (5, 'y')"))
+    )
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -155,14 +160,16 @@ async def test_closed_database_refuses_work(open_db: Any) -> None:
     database = await open_db("c.db")
     await database.close()
     with pytest.raises(DatabaseClosed):
-        database.submit(lambda c: None)
+        database.submit(NO_SESSION, lambda c: None)
 
 
 @pytest.mark.usefixtures("sqlite_only")
 async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
     database = await SqliteDatabase(tmp_path / "f.db", synchronous="FULL").open()
     try:
-        level = await database.write(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+        level = await database.write(
+            NO_SESSION, lambda c: c.execute("PRAGMA synchronous").fetchone()[0]
+        )
         assert level == 2  # FULL
     finally:
         await database.close()
@@ -177,17 +184,18 @@ async def test_counts_statements_jobs_commits_reads_and_events(db: Database) -> 
         c.execute("INSERT INTO t VALUES (1, 'a')")
         c.executemany("INSERT INTO t VALUES (?, ?)", [(2, "b"), (3, "c")])
 
-    await db.write(two_statements)
+    await db.write(NO_SESSION, two_statements)
     await db.fetchall("SELECT * FROM t")
     session = "ses_counted"
     await db.write(
+        NO_SESSION,
         lambda c: c.execute(
             "INSERT INTO sessions (id, tenant_id, user_id, status, created_at, updated_at,"
             " last_activity_at) VALUES (?, 't', 'u', 'active', 0, 0, 0)",
             (session,),
-        )
+        ),
     )
-    await db.write(lambda c: Tx(c).emit(session, "t", "x.happened", {"n": 1}))
+    await db.write(NO_SESSION, lambda c: Tx(c).emit(session, "t", "x.happened", {"n": 1}))
     cost = db.counts() - before
     assert (cost.jobs, cost.commits, cost.reads) == (3, 3, 1)
     # 1 + 2 inserts, the session, the event: its sequence number and its row, which
@@ -203,20 +211,23 @@ async def test_a_lone_failing_job_leaves_nothing_behind(db: Database) -> None:
         raise ValueError("no")
 
     with pytest.raises(ValueError, match="no"):
-        await db.write(bad)
+        await db.write(NO_SESSION, bad)
     assert await db.fetchall("SELECT * FROM t") == []
-    await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on
+    await db.write(
+        NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (1, 'b')")
+    )  # the writer goes on
     row = await db.fetchone("SELECT v FROM t WHERE k = 1")
     assert row is not None and row["v"] == "b"
 
 
 async def test_a_lone_job_whose_commit_fails_gets_the_error(db: Database) -> None:
     # A deferred foreign key is checked at COMMIT: the job itself runs fine, its commit fails.
-    await db.write(lambda c: c.execute("CREATE TABLE parent (k INTEGER PRIMARY KEY)"))
+    await db.write(NO_SESSION, lambda c: c.execute("CREATE TABLE parent (k INTEGER PRIMARY KEY)"))
     postgres = db.dialect == "postgres"
     deferred = " DEFERRABLE INITIALLY DEFERRED" if postgres else ""
     await db.write(
-        lambda c: c.execute(f"CREATE TABLE child (k INTEGER REFERENCES parent (k){deferred})")
+        NO_SESSION,
+        lambda c: c.execute(f"CREATE TABLE child (k INTEGER REFERENCES parent (k){deferred})"),
     )
 
     def orphan(c: Any) -> None:
@@ -227,6 +238,8 @@ async def test_a_lone_job_whose_commit_fails_gets_the_error(db: Database) -> Non
     refused: type[Exception] = psycopg.IntegrityError if postgres else sqlite3.IntegrityError
     async with asyncio.timeout(5):  # before the fix, the caller waited forever
         with pytest.raises(refused):
-            await db.write(orphan)
+            await db.write(NO_SESSION, orphan)
     assert await db.fetchall("SELECT * FROM child") == []
-    await db.write(lambda c: c.execute("INSERT INTO t VALUES (1, 'b')"))  # the writer goes on
+    await db.write(
+        NO_SESSION, lambda c: c.execute("INSERT INTO t VALUES (1, 'b')")
+    )  # the writer goes on

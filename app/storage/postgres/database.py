@@ -37,9 +37,13 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from app.errors import DatabaseClosed, DatabaseUnavailable
+from app.settings import StorageSettings
 from app.storage.port import DbCounts, Dialect
 from app.storage.postgres.sql import to_postgres
 from app.storage.writer import BatchWriter
+
+# The knobs a caller leaves out, as HERMES_DB_* defines them (the service passes its settings).
+DEFAULTS = StorageSettings()
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +220,7 @@ class PgConnection:
         self.raw.close()
 
 
-def connect(url: str, *, timeout_s: float = 5.0) -> psycopg.Connection[Any]:
+def connect(url: str, *, timeout_s: float) -> psycopg.Connection[Any]:
     """A configured autocommit connection (the writer's, the migrations', the tools')."""
     raw: psycopg.Connection[Any] = psycopg.connect(
         url, autocommit=True, row_factory=rows, connect_timeout=max(1, int(timeout_s))
@@ -234,9 +238,9 @@ class PostgresDatabase(BatchWriter[PgConnection]):
         url: str,
         *,
         migrations_dir: Path | None = None,
-        read_connections: int = 4,
-        write_connections: int = 1,
-        connect_timeout_s: float = 5.0,
+        read_connections: int = DEFAULTS.pool_size,
+        write_connections: int = 1,  # one lane unless told (a service: HERMES_DB_WRITE_CONNECTIONS)
+        connect_timeout_s: float = DEFAULTS.connect_timeout_s,
     ) -> None:
         super().__init__(lanes=write_connections)
         self.url = url

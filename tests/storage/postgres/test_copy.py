@@ -42,7 +42,7 @@ async def _written_by_the_service(make_settings: Any, fake_llm: FakeLLMServer) -
         note = await svc.client.post(base, json={"key": "note.return", "value": "要退货"})
         gone = await svc.client.delete(f"{base}/{note.json()['id']}")
         assert gone.status_code == 204, gone.text
-    path = settings.db_path
+    path = settings.storage.db_path
     with closing(sqlite3.connect(path)) as lite, lite:
         # No embedding model runs in tests: give one memory a vector so BLOB -> BYTEA is copied.
         lite.execute("UPDATE memories SET embedding = ? WHERE key = 'contact.email'", (EMBEDDING,))

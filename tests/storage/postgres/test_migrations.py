@@ -209,7 +209,7 @@ def test_chinese_substring_search_is_served_and_isolated(pg: psycopg.Connection)
 
 
 def test_0017_keys_events_by_integers_as_on_sqlite(pg: psycopg.Connection, tmp_path: Path) -> None:
-    from app.storage.events import SELECT_EVENTS
+    from app.storage.event_log import SELECT_EVENTS
     from tests.storage.test_migrations import AFTER_0017, BEFORE_0017, migrations_before
 
     apply_migrations(pg, migrations_before(PG_DIR, 17, tmp_path / "old"))

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from app import events
 from app.storage.records import Event, Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.tx import Tx
 from tests.storage.test_turns import TENANT, Stores, accepted, stores  # noqa: F401 (a fixture)
 from tests.storage.test_usage import running_turn
@@ -57,7 +58,7 @@ async def _emit(s: Stores, session_id: str, news: list[events.NewEvent]) -> None
         for new in news:
             tx.emit(session_id, TENANT, *new)
 
-    await s.turns.transact(emit)
+    await s.turns.transact(SessionWriter(session_id), emit)
 
 
 async def _running(s: Stores, session_id: str) -> Turn:
@@ -81,6 +82,7 @@ async def test_a_completed_turns_superseded_events_are_deleted_and_no_other_rows
     last = await stores.events.last_seq(session_id)
 
     await stores.turns.complete(
+        SessionWriter(turn.session_id),
         turn,
         text="one two",
         token_estimate=2,
