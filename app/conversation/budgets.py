@@ -6,14 +6,15 @@ Usage is what the model reports (prompt + completion tokens), priced per model
 store every process shares. A turn starting over its session's or tenant's cap is refused
 before it is accepted (429 `budget_exceeded`; a daily cap with `Retry-After`); a turn that
 crosses a cap while it runs ends `budget_exceeded` before its next model call (the
-`TurnMeter`, checked by the agent loop between rounds). Caps are 0 (off) by default.
+`TurnMeter`, checked by the agent loop between rounds). The caps are `settings.budgets`
+(`HERMES_BUDGET_*`), 0 (off) by default.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from limits import RateLimitItemPerMinute
 
@@ -23,37 +24,12 @@ from app.llm.prices import Prices
 from app.observability import metrics
 from app.principal import Principal
 from app.resilience.ratelimit import RateLimiter
+from app.settings import BudgetSettings
 from app.storage.usage import Usage, UsageStore, seconds_to_next_day
 
 Kind = Literal[
     "turn_tokens", "turn_cost", "session_tokens", "session_cost", "tenant_tokens", "tenant_cost"
 ]
-
-
-@dataclass(frozen=True)
-class Caps:
-    """Caps; 0 is off."""
-
-    turn_tokens: int = 0
-    turn_cost: float = 0.0
-    session_tokens: int = 0
-    session_cost: float = 0.0
-    tenant_daily_tokens: int = 0
-    tenant_daily_cost: float = 0.0
-    turn_rate_per_minute: int = 0
-
-    @property
-    def priced(self) -> bool:
-        """Cost is worth computing: some cap is in cost."""
-        return bool(self.turn_cost or self.session_cost or self.tenant_daily_cost)
-
-    @property
-    def per_session(self) -> bool:
-        return bool(self.session_tokens or self.session_cost)
-
-    @property
-    def per_tenant(self) -> bool:
-        return bool(self.tenant_daily_tokens or self.tenant_daily_cost)
 
 
 def _over(kind: Kind, used: float, limit: float, now: float) -> BudgetExceeded:
@@ -66,7 +42,7 @@ def _over(kind: Kind, used: float, limit: float, now: float) -> BudgetExceeded:
 
 
 def check_caps(
-    config: Caps, session: Usage, tenant: Usage, now: float, *, turn: Usage | None = None
+    config: BudgetSettings, session: Usage, tenant: Usage, now: float, *, turn: Usage | None = None
 ) -> None:
     """Raise `BudgetExceeded` for the first cap reached (a turn's own first, then the session's,
     then the tenant's); the session's and tenant's counts include `turn`."""
@@ -89,7 +65,7 @@ class TurnMeter:
     """What one turn's model calls used, against the caps, starting from the session's and the
     tenant's counts as they were when the turn started."""
 
-    config: Caps
+    config: BudgetSettings
     used: Usage
     session: Usage
     tenant: Usage
@@ -104,13 +80,22 @@ class TurnMeter:
         check_caps(self.config, self.session, self.tenant, time.time(), turn=self.used)
 
 
+class TurnBudgets(Protocol):
+    """What turns need of budgets: a turn admitted before it is accepted, a meter while it runs
+    (None: nothing counted). `Budgets` is the one implementation."""
+
+    async def admit(self, principal: Principal, session_id: str) -> None: ...
+
+    async def meter(self, tenant_id: str, session_id: str, used: Usage) -> TurnMeter | None: ...
+
+
 class Budgets:
     def __init__(
         self,
-        config: Caps,
+        config: BudgetSettings,
         usage: UsageStore,
         prices: Prices,
-        limiter: RateLimiter | None = None,
+        limiter: RateLimiter,
     ) -> None:
         self.config = config
         self.usage = usage
@@ -129,7 +114,7 @@ class Budgets:
     async def admit(self, principal: Principal, session_id: str) -> None:
         """Before a turn is accepted: the principal's turn rate, then the session's and the
         tenant's caps (429 with `Retry-After` where waiting helps)."""
-        if self.config.turn_rate_per_minute and self.limiter is not None:
+        if self.config.turn_rate_per_minute:
             key = f"turns:{principal.tenant_id}:{principal.subject}"
             item = RateLimitItemPerMinute(self.config.turn_rate_per_minute)
             wait = await self.limiter.take(key, item)

@@ -24,11 +24,12 @@ import contextlib
 import logging
 from typing import Protocol
 
-from app.conversation.events import EventBus, Subscription
+from app.conversation.bus import EventBus, Subscription
 from app.conversation.manager import TurnManager
 from app.errors import CancelTimeout, SessionNotFound
 from app.storage.cancels import CancelRequest, CancelStore
 from app.storage.records import Event, Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.turns import TurnStore
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,9 @@ class RemoteCancels:
         bus: EventBus,
         owner: str,
         wait_s: float,
-        check_s: float = 1.0,
+        check_s: float,
+        signal: CancelSignal | None,  # None: no Redis; the owner finds a request within `check_s`
         poll_s: float = 0.2,
-        signal: CancelSignal | None = None,
     ) -> None:
         self.store = store
         self.turns = turns
@@ -72,7 +73,8 @@ class RemoteCancels:
     async def cancel(self, session_id: str) -> Turn | None:
         """Record a cancel for the session's running turn, tell its owner, and wait for the
         turn's end; the turn as it ended, or None when no turn of the session runs."""
-        request = await self.store.request(session_id)
+        # A request's write: on the session's lane, under no lease (the owner's worker holds it).
+        request = await self.store.request(SessionWriter(session_id), session_id)
         if request is None:
             return None
         turn = request.turn

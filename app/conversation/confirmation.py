@@ -18,6 +18,7 @@ from typing import Literal
 from app.llm.gateway import RequestedToolCall
 from app.storage.confirmations import ConfirmationStatus, ConfirmationStore, confirmed_call_id
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 
 
 class Answer(Enum):
@@ -93,22 +94,24 @@ class Resolution:
 
 async def resolve(
     store: ConfirmationStore,
+    writer: SessionWriter,
     turn: Turn,
     user_text: str,
     before_writing: Callable[[], object] = lambda: None,
 ) -> Resolution | None:
-    """`before_writing` runs before a confirmation is resolved (a write with its event): the
-    turn sends what it holds, so its events keep their order."""
+    """The pending confirmation resolved by `turn`, written with the turn's `writer`.
+    `before_writing` runs before a confirmation is resolved (a write with its event): the
+    turn sends what it deferred, so its events keep their order."""
     pending = await store.pending(turn.session_id)
     if pending is None:
         return None
     before_writing()
     answer = classify(user_text)
     if answer is Answer.OTHER:
-        await store.resolve(pending.id, "superseded", turn.id)
+        await store.resolve(writer, pending.id, "superseded", turn.id)
         return None
     status: ConfirmationStatus = "confirmed" if answer is Answer.YES else "declined"
-    done = await store.resolve(pending.id, status, turn.id)
+    done = await store.resolve(writer, pending.id, status, turn.id)
     if done is None:  # resolved meanwhile by another path: treat the message as new
         return None
     if done.status == "expired":

@@ -1,9 +1,10 @@
 """The messages a model call sees: system prompt, goal, snapshot summary, extra notes (NLU
 system notes; recalled memory as a quoted `user` block), and the conversation within the
-token budget (folded into the summary when it grows; see `app.conversation.budget`).
+token budget (folded into the summary when it grows; see `app.conversation.window`).
 
 Planning is pure; folding (`ContextBuilder.summarise`) is a separate, named step because it may
-call a model, and its result is stored by the turn runner with the rest of the snapshot."""
+call a model, and its result is stored by the turn (its Plan stage, app/conversation/turn/plan.py)
+with the rest of the snapshot."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any, cast
 
-from app.conversation.budget import (
-    BudgetConfig,
+from app.conversation.window import (
     ContextPlan,
     ContextTurn,
     Summarizer,
+    WindowConfig,
     fold,
     plan_context,
 )
@@ -110,16 +110,6 @@ def _not_executed(call_id: str) -> ToolMessage:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def group_turns(
-    messages: list[Message], *, leave_open: set[str] | frozenset[str] = frozenset()
-) -> list[ContextTurn]:
-    """Messages in conversation order, as consistent chat messages grouped by turn."""
-    return [
-        ContextTurn(number, history_messages(list(group), leave_open=leave_open))
-        for number, group in groupby(messages, key=lambda m: m.turn_number)
-    ]
-
-
 def flatten(turns: list[ContextTurn]) -> list[ChatMessage]:
     return [m for t in turns for m in t.messages]
 
@@ -148,7 +138,7 @@ class ContextBuilder:
     which may call a model. Neither writes anything: the caller stores the new summary with the
     rest of the session's snapshot."""
 
-    def __init__(self, system_prompt: str, config: BudgetConfig, summarizer: Summarizer) -> None:
+    def __init__(self, system_prompt: str, config: WindowConfig, summarizer: Summarizer) -> None:
         self.system_prompt = system_prompt
         self.config = config
         self.summarizer = summarizer

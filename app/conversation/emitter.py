@@ -3,14 +3,16 @@
 Streamed text is coalesced: the first piece of a reply goes out at once, later pieces are
 gathered and stored as one `message.delta` at most every `flush_s` (or when `_FLUSH_CHARS`
 pile up), and whatever is gathered always goes out before any other event of the turn (its
-`settle`, `emit`, `flush`); when the reply is complete, the rest rides with the turn's next
-write (`hold`). A live client still sees the text arrive as it streams, at most `flush_s` late;
-a fast model's reply costs one write and two events instead of a write and an event per piece.
-Every delta is an ordinary event: its own sequence number, stored before it is published.
+`settle`, `emit`, `flush`); when the reply is complete, the rest is deferred to the turn's next
+write (`defer_text`). A live client still sees the text arrive as it streams, at most `flush_s`
+late; a fast model's reply costs one write and two events instead of a write and an event per
+piece. Every delta is an ordinary event: its own sequence number, stored before it is published.
 
-The turn's writes go through `writes` (`TurnWrites`): held ones ride with the next.
+The turn's writes go through `writes` (`DeferredWrites`, app/storage/deferred.py), with the
+turn's `SessionWriter` (its session's lane, its worker's lease): deferred ones ride with the
+next.
 
-`TurnEmitter` is the turn's `TurnEvents` (app/tools/events.py) without step recording: model
+`TurnEmitter` is the turn's `TurnReports` (app/tools/reports.py) without step recording: model
 calls and queued tool calls announce nothing of their own; `StepRecorder` wraps it to add steps.
 Every event it stores is built by the catalogue (app/events.py).
 """
@@ -27,8 +29,10 @@ from app.events import NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
+from app.storage.deferred import DeferredWrites
 from app.storage.records import Event, Turn
-from app.storage.tx import Store, TurnWrites, Tx
+from app.storage.session_writer import SessionWriter
+from app.storage.tx import Store, Tx
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
 
@@ -36,10 +40,12 @@ _FLUSH_CHARS = 4096
 
 
 class TurnEmitter:
-    def __init__(self, store: Store, turn: Turn, *, flush_s: float = 0.05) -> None:
+    def __init__(
+        self, store: Store, writer: SessionWriter, turn: Turn, *, flush_s: float = 0.05
+    ) -> None:
         self._store = store
         self.turn = turn
-        self.writes = TurnWrites(store)  # every write of the turn goes through these
+        self.writes = DeferredWrites(store, writer)  # every write of the turn goes through these
         self.flush_s = flush_s
         self._pending: list[asyncio.Future[Any]] = []
         self._text: list[str] = []
@@ -82,7 +88,7 @@ class TurnEmitter:
         if len(self._pending) > 256:
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
 
-    def hold(self) -> None:
+    def defer_text(self) -> None:
         """The reply is complete: what text is gathered goes out with the turn's next write
         (the model step's end, the final message), still before it in the log."""
         if self._timer is not None:
@@ -92,7 +98,7 @@ class TurnEmitter:
             turn = self.turn
             delta = events.message_delta(turn.id, "".join(self._text))
             self._text, self._chars = [], 0
-            self.writes.hold(lambda tx: tx.emit(turn.session_id, turn.tenant_id, *delta))
+            self.writes.defer(lambda tx: tx.emit(turn.session_id, turn.tenant_id, *delta))
 
     def send(self, write: Callable[[Tx], object]) -> None:
         """Queue a write of the turn without waiting for it: it is stored after the text

@@ -49,7 +49,7 @@ from typing import Any
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from app.conversation.events import EventBus
+from app.conversation.bus import EventBus
 from app.events import EventType
 from app.observability.metrics import FanoutCounts
 from app.resilience.redis_client import SharedRedis

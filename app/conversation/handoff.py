@@ -2,10 +2,15 @@
 assist, the fallback when nobody comes, and the wrap-up when a session ends.
 
 The runtime enforces the pause, not the desk page: while an agent holds a session its
-customer's messages are stored for the agent (`post_message` asks `HandoffStore.hold` first)
-and a worker never starts a bot turn for it (`app.storage.turns`, in the claiming
-transaction). The bot still drafts: an agent may ask for a suggestion (`suggestion.ready`),
-which is never sent unless the agent sends it as their own message.
+customer's messages are stored for the agent (`post_message` asks
+`HandoffStore.store_for_agent` first) and a worker never starts a bot turn for it
+(`app.conversation.claims`, in the claiming transaction). The bot still drafts: an agent may ask
+for a suggestion (`suggestion.ready`), which is never sent unless the agent sends it as their
+own message.
+
+Each write names the session's `SessionWriter` (app/storage/session_writer.py): what an agent or
+operator asks for is written on the session's lane under no lease (`SessionWriter(session_id)`);
+what a turn's end asks for (`turn_ended`) goes with the turn's writer, under its worker's lease.
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from app.conversation.wrapup import (
     open_items,
 )
 from app.errors import HandoffConflict, HandoffNotFound, SessionNotFound, SummaryNotFound
+from app.knowledge.gaps import KnowledgeGaps, record_gap
 from app.llm.gateway import ChatModel, ModelRequest, collect
 from app.llm.messages import ChatMessage
 from app.observability import metrics
 from app.principal import Principal
+from app.settings import HandoffSettings
 from app.storage.handoffs import Handoff, HandoffStore, Requested
+from app.storage.messages import MessageStore
 from app.storage.records import Message, Turn, new_id
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.summaries import SummaryStore
 from app.text.language import latest_language
@@ -56,10 +65,14 @@ _DRAFT = (
 
 @dataclass(frozen=True)
 class HandoffConfig:
-    fallback_s: float = 600.0  # unclaimed this long: ticket + call-back
-    wait_per_position_s: float = 120.0  # expected wait = position x this
-    sweep_s: float = 5.0
-    last_messages: int = 6
+    fallback_s: float  # unclaimed this long: ticket + call-back
+    wait_per_position_s: float  # expected wait = position x this
+    sweep_s: float
+    last_messages: int = 6  # shown with a queued handoff (not a setting)
+
+    @classmethod
+    def from_settings(cls, settings: HandoffSettings) -> HandoffConfig:
+        return cls(settings.fallback_s, settings.wait_per_position_s, settings.sweep_interval_s)
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,8 @@ class HandoffDesk:
         handoffs: HandoffStore,
         summaries: SummaryStore,
         sessions: SessionStore,
+        messages: MessageStore,
+        gaps: KnowledgeGaps,
         model: ChatModel,
         config: HandoffConfig,
         system_prompt: str,
@@ -86,6 +101,8 @@ class HandoffDesk:
         self.handoffs = handoffs
         self.summaries = summaries
         self.sessions = sessions
+        self.messages = messages
+        self.gaps = gaps
         self.model = model
         self.config = config
         self.system_prompt = system_prompt
@@ -95,6 +112,7 @@ class HandoffDesk:
 
     async def request(
         self,
+        writer: SessionWriter,
         tenant_id: str,
         session_id: str,
         reason: str,
@@ -114,6 +132,7 @@ class HandoffDesk:
             return _POSITION[lang].format(position=position, minutes=minutes)
 
         requested = await self.handoffs.request(
+            writer,
             tenant_id,
             session_id,
             reason=reason,
@@ -125,6 +144,14 @@ class HandoffDesk:
         if requested.created:
             await self._count_queue()
         return requested
+
+    async def ask_for_person(self, principal: Principal, session_id: str, reason: str) -> Requested:
+        """A person asked for through the API (by the customer's key, or by staff for them): a
+        request's write, on the session's lane under no lease (its worker holds that)."""
+        by = "customer" if principal.role == "customer" else principal.subject
+        return await self.request(
+            SessionWriter(session_id), principal.tenant_id, session_id, reason, requested_by=by
+        )
 
     async def queue(self, principal: Principal, status: str, limit: int) -> list[QueueItem]:
         statuses = {
@@ -166,7 +193,11 @@ class HandoffDesk:
 
     async def claim(self, principal: Principal, session_id: str) -> Handoff:
         handoff, changed = await self.handoffs.claim(
-            principal.tenant_id, session_id, principal.subject, principal.role
+            SessionWriter(session_id),
+            principal.tenant_id,
+            session_id,
+            principal.subject,
+            principal.role,
         )
         if changed and handoff.claimed_at is not None:
             metrics.HANDOFF_WAIT_SECONDS.labels(outcome="claimed").observe(
@@ -177,6 +208,7 @@ class HandoffDesk:
 
     async def release(self, principal: Principal, session_id: str) -> Handoff:
         return await self.handoffs.release(
+            SessionWriter(session_id),
             principal.tenant_id,
             session_id,
             principal.subject,
@@ -188,13 +220,42 @@ class HandoffDesk:
         self, principal: Principal, session_id: str, text: str, suggestion_id: str | None
     ) -> Message:
         extra: dict[str, Any] = {"suggestion_id": suggestion_id} if suggestion_id else {}
-        return await self.handoffs.agent_says(
-            principal.tenant_id, session_id, principal.subject, text, extra
+        said = await self.handoffs.agent_says(
+            SessionWriter(session_id),
+            principal.tenant_id,
+            session_id,
+            principal.subject,
+            text,
+            extra,
+        )
+        await self._answered_by_a_human(said)
+        return said
+
+    async def _answered_by_a_human(self, said: Message) -> None:
+        """The customer's message the agent's reply answers is a knowledge gap (`human`): the
+        documents did not spare a person the work. Only the first reply to it counts."""
+        asked = None
+        for earlier in await self.messages.recent_before(said):
+            if earlier.metadata.get("author") == "agent":
+                return  # an agent already answered since the customer last wrote
+            if earlier.role == "user":
+                asked = earlier
+                break
+        if asked is None or not asked.content:
+            return
+        question = asked.content  # stored masked, like every message
+        await self.gaps.transact(
+            SessionWriter(said.session_id),
+            lambda tx: record_gap(tx, said.tenant_id, question, "human"),
         )
 
-    async def hold(self, principal: Principal, session_id: str, text: str) -> Message | None:
+    async def store_for_agent(
+        self, principal: Principal, session_id: str, text: str
+    ) -> Message | None:
         """The customer's message, stored for the agent when one holds the session."""
-        return await self.handoffs.hold(principal.tenant_id, session_id, text)
+        return await self.handoffs.store_for_agent(
+            SessionWriter(session_id), principal.tenant_id, session_id, text
+        )
 
     async def suggest(self, principal: Principal, session_id: str) -> dict[str, Any]:
         """Draft a reply for the holding agent: announced as `suggestion.ready`, never sent."""
@@ -228,7 +289,7 @@ class HandoffDesk:
             "text": reply.text.strip(),
             "for_message_id": last_customer,
         }
-        await self.handoffs.announce_suggestion(handoff, suggestion)
+        await self.handoffs.announce_suggestion(SessionWriter(session_id), handoff, suggestion)
         return suggestion
 
     # -- the end of a session -------------------------------------------------------------------
@@ -241,24 +302,27 @@ class HandoffDesk:
         session = await self.sessions.find(principal.tenant_id, session_id)
         if session is None:
             raise SessionNotFound("no such session", session_id=session_id)
-        await self.handoffs.close_open(principal.tenant_id, session_id, principal.subject)
+        writer = SessionWriter(session_id)
+        await self.handoffs.close_open(writer, principal.tenant_id, session_id, principal.subject)
         body = await self._summary(session_id, "agent", disposition)
-        if not await self.summaries.close_session(session_id, principal.tenant_id, body):
+        if not await self.summaries.close_session(writer, session_id, principal.tenant_id, body):
             raise SessionNotFound("no such session", session_id=session_id)
         await self._count_queue()
         return body
 
-    async def wrap_up(self, session_id: str, tenant_id: str, ended_by: EndedBy) -> dict[str, Any]:
+    async def wrap_up(
+        self, writer: SessionWriter, session_id: str, tenant_id: str, ended_by: EndedBy
+    ) -> dict[str, Any]:
         """Write the contact summary of a session that ended on its own (goodbye, idle)."""
         body = await self._summary(session_id, ended_by, None)
-        await self.summaries.save(session_id, tenant_id, body)
+        await self.summaries.save(writer, session_id, tenant_id, body)
         return body
 
     async def wrap_up_idle(self, session_id: str) -> None:
         try:
             tenant_id = await self.summaries.tenant_of(session_id)
             if tenant_id is not None:
-                await self.wrap_up(session_id, tenant_id, "idle")
+                await self.wrap_up(SessionWriter(session_id), session_id, tenant_id, "idle")
         except Exception:  # one session's summary must not stop the sweep
             log.exception("wrap-up of idle session %s failed", session_id)
 
@@ -285,12 +349,16 @@ class HandoffDesk:
 
     # -- after a turn, and in the background ----------------------------------------------------
 
-    async def turn_ended(self, turn: Turn, intent: str | None, language: str | None) -> None:
+    async def turn_ended(
+        self, writer: SessionWriter, turn: Turn, intent: str | None, language: str | None
+    ) -> None:
         """What the customer's words ask of the desk once the bot has answered: a person
-        (`human_handoff`: queued), or the end (`goodbye`: the contact summary)."""
+        (`human_handoff`: queued), or the end (`goodbye`: the contact summary). Written with
+        the turn's `writer`."""
         try:
             if intent == "human_handoff":
                 await self.request(
+                    writer,
                     turn.tenant_id,
                     turn.session_id,
                     "the customer asked for a person",
@@ -298,7 +366,7 @@ class HandoffDesk:
                     language=language,
                 )
             elif intent == "goodbye":
-                await self.wrap_up(turn.session_id, turn.tenant_id, "customer")
+                await self.wrap_up(writer, turn.session_id, turn.tenant_id, "customer")
         except Exception:  # the turn is answered; the desk must not fail it
             log.exception("handoff desk: after turn %s", turn.id)
 

@@ -15,7 +15,10 @@ exactly as a cold start does: a session seen for the first time, an evicted entr
 failed or was cancelled (its view is simply not kept), a retried turn, a deleted, archived or
 resumed session (`forget`). What another writer adds to an earlier turn (a follow-up after an
 unanswered question) is found by primary key: `watermark` is a key below which every message of
-the turns up to `through` is in the view, or outside its window for good.
+the turns up to `through` is in the view, or outside its window for good. That rests on a
+session's message keys being drawn in the order their transactions commit, which SQLite (one
+writer at a time) gives by itself and PostgreSQL's sequences give only because every insert
+of a message locks its session's row first (app/storage/messages.py).
 
 Memory is bounded: at most `max_sessions` views (least recently used go first), each holding at
 most `max_messages` messages, and all of them together at most `max_total_messages` (else
@@ -29,8 +32,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.conversation.budget import ContextTurn
 from app.conversation.context import history_messages
+from app.conversation.window import ContextTurn
 from app.storage.messages import MessageStore
 from app.storage.records import Message, Snapshot, Turn
 from app.storage.snapshots import SnapshotStore
@@ -84,7 +87,7 @@ class SessionView:
     def context_turns(
         self, leave_open: set[str] | frozenset[str] = frozenset()
     ) -> list[ContextTurn]:
-        """The window as consistent chat messages grouped by turn (`group_turns` of it)."""
+        """The window as consistent chat messages grouped by turn."""
         frozen = frozenset(leave_open)
         return [g.context_turn(frozen) for g in self._groups]
 
@@ -172,9 +175,9 @@ class SessionHistory:
         messages: MessageStore,
         snapshots: SnapshotStore,
         *,
-        max_messages: int = 1000,
-        max_sessions: int = 512,
-        max_total_messages: int = 20000,
+        max_messages: int,
+        max_sessions: int,
+        max_total_messages: int,
     ) -> None:
         self.messages = messages
         self.snapshots = snapshots
@@ -240,7 +243,8 @@ class SessionHistory:
         self.messages_read += len(rows)
         view = SessionView(turn.session_id, snapshot, through=turn.number)
         view.merge(rows)
-        # Every message committed before this read has a smaller key than any committed after.
+        # Every message of the session committed before this read has a smaller key than any
+        # committed after (keys are drawn in commit order: the module docstring).
         view.watermark = max((r.pk for r in rows), default=0)
         return view
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from app.conversation.budgets import TurnMeter
 from app.errors import UpstreamLLMError
+from app.knowledge.passages import SEARCH_TOOL
 from app.llm.failures import ModelsFailed
 from app.llm.gateway import (
     ChatModel,
@@ -26,11 +27,12 @@ from app.llm.gateway import (
 from app.llm.messages import ChatMessage
 from app.llm.prices import Prices
 from app.observability import metrics
+from app.settings import Settings
 from app.text.language import Language, latest_language
 from app.tools.context import TurnScope
-from app.tools.events import TurnEvents
 from app.tools.executor import ToolExecutor, TurnTools
 from app.tools.policy import TurnPolicy
+from app.tools.reports import TurnReports
 from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
 
@@ -71,7 +73,7 @@ class CallTools:
 Step = FinalReply | CallTools
 
 
-class Transcript(Protocol):
+class TurnTranscript(Protocol):
     """Where the loop records the messages of the turn as they happen."""
 
     async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None: ...
@@ -94,8 +96,8 @@ class TurnRun:
     scope: TurnScope
     # Where the turn reports (text, model calls, tool calls): the turn's emitter, wrapped in a
     # StepRecorder when steps are recorded.
-    emitter: TurnEvents
-    transcript: Transcript
+    reports: TurnReports
+    transcript: TurnTranscript
     user_text: str = ""
     resume: Resume | None = None
     policy: TurnPolicy = field(default_factory=TurnPolicy)
@@ -104,6 +106,9 @@ class TurnRun:
     # Token and cost caps (None: no budgets): checked before the first model call and after
     # each round that asks for tools, so a round that crosses a cap is the turn's last.
     meter: TurnMeter | None = None
+    # A reply from knowledge is checked before the customer sees any of it (the grounding
+    # guard, app/conversation/turn/ground.py): once the turn has searched, text is not streamed.
+    hold_text: bool = False
 
 
 @dataclass
@@ -119,10 +124,19 @@ class TurnOutcome:
 
 @dataclass(frozen=True)
 class LoopLimits:
-    max_rounds: int = 8
-    max_tokens: int = 2000
-    temperature_tools: float = 0.1
-    temperature_text: float = 0.7
+    max_rounds: int
+    max_tokens: int
+    temperature_tools: float
+    temperature_text: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LoopLimits:
+        return cls(
+            max_rounds=settings.turns.max_tool_rounds,
+            max_tokens=settings.model.max_tokens,
+            temperature_tools=settings.model.temperature_tools,
+            temperature_text=settings.model.temperature_text,
+        )
 
 
 class AgentLoop:
@@ -131,19 +145,20 @@ class AgentLoop:
         model: ChatModel,
         executor: ToolExecutor,
         limits: LoopLimits,
-        model_label: str = "model",
-        prices: Prices | None = None,
+        *,
+        model_label: str,
+        prices: Prices,
     ) -> None:
         self.model = model
         self.executor = executor
         self.limits = limits
         self.model_label = model_label
         # One price per answered call, for its cost metric and the turn's budget alike.
-        self.prices = prices if prices is not None else Prices()
+        self.prices = prices
 
     async def run(self, run: TurnRun) -> TurnOutcome:
         outcome = TurnOutcome(text="", stopped="final")
-        tools = self.executor.for_turn(run.scope, run.emitter, run.policy)
+        tools = self.executor.for_turn(run.scope, run.reports, run.policy)
         if run.resume is not None:
             outcome.rounds = run.resume.rounds_used
             if run.resume.pending_calls:
@@ -177,6 +192,22 @@ class AgentLoop:
                         return outcome
         outcome.text = MAX_ROUNDS_REPLY[turn_language(run)]
         outcome.stopped = "max_rounds"
+        return outcome
+
+    async def revise(self, run: TurnRun, outcome: TurnOutcome, finding: str) -> TurnOutcome:
+        """Ask the model once more, without tools, for a reply the grounding guard held back
+        (`finding`: what no source supports); the new text replaces the old."""
+        run.messages.append({"role": "assistant", "content": outcome.text})
+        run.messages.append({"role": "system", "content": finding})
+        offered, run.tools = run.tools, []
+        try:
+            reply = await self._ask(run, outcome.rounds)
+        finally:
+            run.tools = offered
+        outcome.text = reply.text
+        outcome.rounds += 1
+        outcome.prompt_tokens += reply.prompt_tokens
+        outcome.completion_tokens += reply.completion_tokens
         return outcome
 
     @staticmethod
@@ -223,25 +254,26 @@ class AgentLoop:
         )
 
         async def on_text(piece: str) -> None:
-            run.emitter.delta(piece)
+            if not run.hold_text:
+                run.reports.delta(piece)
 
-        await run.emitter.model_started(round_no, self.model_label, run.tools, len(run.messages))
+        await run.reports.model_started(round_no, self.model_label, run.tools, len(run.messages))
         routes: list[ModelRoute] = []  # which of the configured models answered
         started = time.perf_counter()
         try:
             try:
                 reply = await collect(tap_route(self.model.stream(request), routes), on_text)
             except BaseException:
-                run.emitter.flush()  # the text streamed before the failure is stored first
+                run.reports.flush()  # the text streamed before the failure is stored first
                 raise
             finally:
                 seconds = time.perf_counter() - started
-            run.emitter.hold()  # the rest of the text goes with the next write
-            await run.emitter.settle()
+            run.reports.defer_text()  # the rest of the text goes with the next write
+            await run.reports.settle()
         except UpstreamLLMError as exc:
             metrics.model_called(self.model_label, exc.code, seconds)
             failed_route = exc.route if isinstance(exc, ModelsFailed) else None
-            await run.emitter.model_failed(exc.code, exc.message, failed_route)
+            await run.reports.model_failed(exc.code, exc.message, failed_route)
             raise
         route = routes[-1] if routes else None
         answered_by = route.answered_by if route and route.answered_by else self.model_label
@@ -250,7 +282,7 @@ class AgentLoop:
         metrics.model_called(
             answered_by, "success", seconds, reply.prompt_tokens, reply.completion_tokens, cost
         )
-        await run.emitter.model_finished(reply, [t.name for t in run.tools], route)
+        await run.reports.model_finished(reply, [t.name for t in run.tools], route)
         if run.meter is not None:
             run.meter.add(reply, cost)
         return reply
@@ -261,7 +293,7 @@ class AgentLoop:
         """Run one response's tool calls and record each result as a `tool` message."""
         specs = {t.name: t for t in run.tools}
         reads = [c.id for c in calls if tools.is_read(c)]
-        refused = await run.emitter.queue_calls(round_no, calls, specs, reads)
+        refused = await run.reports.queue_calls(round_no, calls, specs, reads)
         runnable = [c for c in calls if c not in refused]
         by_id = dict(zip([c.id for c in runnable], await tools.run_calls(runnable), strict=True))
         for call in calls:
@@ -271,6 +303,8 @@ class AgentLoop:
                 hint="Call fewer tools at once.",
             )
             await run.transcript.tool_result(call, result)
+            if call.name == SEARCH_TOOL:
+                run.hold_text = True
             run.messages.append(
                 {
                     "role": "tool",

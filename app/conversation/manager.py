@@ -3,10 +3,15 @@
 A turn runs as a task of its own, not as part of the HTTP request that brought it: a client
 that disconnects does not cancel it, and anyone may follow it through the event stream.
 
-With `leases` (several processes on one database), a worker runs a session's turns only while
-this process holds the session's lease: a message accepted here for a session another live
-process owns stays queued for that owner. Every write of the worker and its turn is fenced by
-the lease (`app.storage.fence`); a worker whose lease was taken over stops without writing.
+Each worker holds its session's `SessionWriter` (app/storage/session_writer.py) and hands it to
+everything it and its turn write with: the claims, the turn's pipeline, the turn's end. It names
+the session's writer lane, so the session's writes keep their order; with `leases` (several
+processes on one database) it also carries the lease's fence while this process holds the
+session's lease (a new handle each time the worker takes the lease or lets it go). A worker
+runs a session's turns only while it holds the lease: a message accepted here for a session
+another live process owns stays queued for that owner. Every write of the worker and its turn
+is fenced by the lease (`app.storage.fence`); a worker whose lease was taken over stops without
+writing.
 
 A turn whose database goes away (`DatabaseUnavailable`: a broken connection the writer could
 not hide) is finished, not failed: the worker waits for the database to answer again and
@@ -26,16 +31,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from app.conversation.claims import Claims
+from app.conversation.interruptions import Interruptions
 from app.conversation.ownership import SessionLeases
-from app.conversation.runner import TurnRunner
+from app.conversation.turn.pipeline import TurnPipeline
 from app.errors import DatabaseUnavailable, Fault, HermesError
 from app.observability import metrics
 from app.resilience import deadline
-from app.storage import fence as fences
-from app.storage import writer
 from app.storage.fence import Fence, LeaseLost
 from app.storage.outage import when_reachable
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.steps import StepStore
 from app.storage.turns import Claimed, TurnStore
@@ -46,13 +52,15 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Worker:
+    # What the worker and its turns write with: the session's lane, and the lease's fence while
+    # the worker holds it (replaced when it takes the lease or lets it go: `_own`, `_let_go`).
+    writer: SessionWriter
     task: asyncio.Task[None] | None = None
     dirty: bool = False
     current: Turn | None = None
     turn_task: asyncio.Task[None] | None = field(default=None, repr=False)
     abort: tuple[str, str] | None = None  # (code, message) when a turn is ended from outside
     ended: bool = False  # the current turn's end is written: nothing left to abort
-    fence: Fence | None = None  # the session's lease while this worker holds it
     lost: bool = False  # another process took the session over: write nothing more
     # A claim's commit lost its acknowledgement: the turn it claimed may be running already.
     unsure: bool = False
@@ -65,17 +73,19 @@ class TurnManager:
         *,
         turns: TurnStore,
         sessions: SessionStore,
-        runner: TurnRunner,
+        pipeline: TurnPipeline,
         turn_timeout_s: float,
-        steps: StepStore | None = None,
-        leases: SessionLeases | None = None,
+        steps: StepStore,
+        leases: SessionLeases | None,  # None: one process, no leases (module docstring)
     ) -> None:
         self.steps = steps
         self.leases = leases
         self.turns = turns
         self.sessions = sessions
-        self.runner = runner
+        self.pipeline = pipeline
         self.turn_timeout_s = turn_timeout_s
+        self.claims = Claims(turns, None if leases is None else leases.store)
+        self.interruptions = Interruptions(turns)
         self._workers: dict[str, _Worker] = {}
         self._closing = False
 
@@ -87,7 +97,7 @@ class TurnManager:
         if worker is not None:
             worker.dirty = True
             return
-        worker = _Worker()
+        worker = _Worker(SessionWriter(session_id))
         self._workers[session_id] = worker
         worker.task = asyncio.create_task(
             self._work(session_id, worker), name=f"turns:{session_id}"
@@ -102,13 +112,12 @@ class TurnManager:
 
     def forget(self, session_id: str) -> None:
         """The session's cached history is stale or no longer needed."""
-        self.runner.forget(session_id)
+        self.pipeline.forget(session_id)
 
     def active_sessions(self) -> int:
         return len(self._workers)
 
     async def _work(self, session_id: str, worker: _Worker) -> None:
-        writer.lane.set(session_id)  # this task's writes, and its turns', keep one order
         try:
             while not self._closing:
                 worker.dirty = False
@@ -124,7 +133,7 @@ class TurnManager:
                 worker.abort = None
                 worker.ended = False
                 worker.turn_task = asyncio.create_task(
-                    self._run(turn, claimed.user_id, worker), name=turn.id
+                    self._run(worker.writer, turn, claimed.user_id, worker), name=turn.id
                 )
                 try:
                     await asyncio.shield(worker.turn_task)
@@ -144,7 +153,7 @@ class TurnManager:
                 # Nothing was queued behind this turn and nothing has been accepted since
                 # (`wake` would have said so): no need to ask the database again (without
                 # leases; with them, the claim that finds nothing is the one that lets go).
-                if not claimed.more and not worker.dirty and worker.fence is None:
+                if not claimed.more and not worker.dirty and worker.writer.fence is None:
                     return
         except LeaseLost:
             worker.lost = True
@@ -156,7 +165,7 @@ class TurnManager:
 
     async def _claim(self, session_id: str, worker: _Worker) -> Claimed | None:
         if worker.unsure:  # the last claim may have been stored: its turn is this worker's
-            adopted = await self.turns.claimed_running(
+            adopted = await self.claims.adopt(
                 session_id, None if self.leases is None else self.leases.owner
             )
             worker.unsure = False
@@ -164,7 +173,7 @@ class TurnManager:
                 claimed, token = adopted
                 if token is not None:
                     assert self.leases is not None
-                    self._hold(worker, session_id, Fence(session_id, self.leases.owner, token))
+                    self._own(worker, session_id, Fence(session_id, self.leases.owner, token))
                 log.warning("turn %s: its claim was stored, its answer lost", claimed.turn.id)
                 return claimed
         try:
@@ -174,41 +183,36 @@ class TurnManager:
             raise
 
     async def _claim_next(self, session_id: str, worker: _Worker) -> Claimed | None:
-        answer_waits = self.steps is not None
         if self.leases is None:
-            return await self.turns.claim_next(session_id, answer_waits=answer_waits)
-        owned = await self.turns.claim_owned(
-            session_id,
-            owner=self.leases.owner,
-            ttl_s=self.leases.config.ttl_s,
-            fence=worker.fence,
-            answer_waits=answer_waits,
+            return await self.claims.next(worker.writer)
+        owned = await self.claims.owned(
+            worker.writer, owner=self.leases.owner, ttl_s=self.leases.config.ttl_s
         )
         for turn_id in owned.interrupted:
             log.warning("turn %s was interrupted: the process running it stopped", turn_id)
-        self._hold(worker, session_id, owned.fence)
+        self._own(worker, session_id, owned.fence)
         return owned.claimed
 
-    def _hold(self, worker: _Worker, session_id: str, fence: Fence | None) -> None:
+    def _own(self, worker: _Worker, session_id: str, fence: Fence | None) -> None:
         """The worker holds the session's lease under `fence` (None: it let go)."""
         assert self.leases is not None
-        worker.fence = fence
-        # This task's writes, and its turns', carry the lease from now on (or none once it
-        # let go; then it ends, or takes the lease again for a message accepted meanwhile).
-        fences.current.set(fence)
+        # Its writes, and its turns', carry the lease from now on (or none once it let go;
+        # then it ends, or takes the lease again for a message accepted meanwhile).
+        worker.writer = SessionWriter(session_id, fence)
         if fence is None:
-            self.leases.held.pop(session_id, None)
+            self.leases.owned.pop(session_id, None)
         else:
-            self.leases.held[session_id] = fence.token
+            self.leases.owned[session_id] = fence.token
 
     async def _let_go(self, worker: _Worker) -> None:
         """The worker ends still holding its lease (shut down, cancelled): release it, so that
         another process takes over what is left at once rather than when it expires."""
-        held, worker.fence = worker.fence, None
+        held = worker.writer.fence
+        worker.writer = SessionWriter(worker.writer.session_id)
         if held is None or self.leases is None:
             return
-        if self.leases.held.get(held.session_id) == held.token:
-            del self.leases.held[held.session_id]
+        if self.leases.owned.get(held.session_id) == held.token:
+            del self.leases.owned[held.session_id]
         if worker.lost:
             return
         try:
@@ -220,7 +224,8 @@ class TurnManager:
         """The lease of the session (under `token`) was lost: stop its worker, writing nothing
         (the turn belongs to the new owner now)."""
         worker = self._workers.get(session_id)
-        if worker is None or worker.fence is None or worker.fence.token != token:
+        fence = None if worker is None else worker.writer.fence
+        if worker is None or fence is None or fence.token != token:
             return
         worker.lost = True
         log.warning("session %s was taken over by another process; stopping here", session_id)
@@ -255,7 +260,8 @@ class TurnManager:
                 return None if worker.ended else (worker, current, task)
         return None
 
-    async def _run(self, turn: Turn, user_id: str, worker: _Worker) -> None:
+    async def _run(self, writer: SessionWriter, turn: Turn, user_id: str, worker: _Worker) -> None:
+        """Run the claimed turn, writing with `writer` (the worker's when it claimed it)."""
         started = asyncio.get_running_loop().time()
         status = "failed"
         used = Usage()  # what the turn's model calls used: stored however the turn ends
@@ -264,74 +270,82 @@ class TurnManager:
             async with asyncio.timeout(self.turn_timeout_s) as limit:
                 token = deadline.bind(limit)
                 try:
-                    status = await self._run_through_outages(turn, user_id, used, worker)
+                    status = await self._run_through_outages(writer, turn, user_id, used, worker)
                 finally:
                     deadline.unbind(token)
         except TimeoutError:
             if not worker.waiting:
                 why = f"the turn did not finish within {self.turn_timeout_s:g}s"
                 try:
-                    await self.turns.fail(turn, "turn_timeout", why, usage=used)
+                    await self.turns.fail(writer, turn, "turn_timeout", why, usage=used)
                 except DatabaseUnavailable:  # away too: what held the turn up, most likely
                     worker.waiting = True
             if worker.waiting:  # for a database that did not come back in time
-                await self._store_end(turn, lambda: self.turns.interrupt(turn, usage=used))
+                await self._store_end(
+                    turn, lambda: self.interruptions.unreachable(writer, turn, used)
+                )
         except LeaseLost:  # (a Fault: caught before them)
             worker.lost = True  # the new owner ends this turn; this process writes nothing more
             log.warning("turn %s stopped: its session was taken over", turn.id)
         except Fault:
             log.exception("turn %s failed unexpectedly", turn.id)
-            await self._store_end(turn, lambda: self._failed_unexpectedly(turn, used))
+            await self._store_end(turn, lambda: self._failed_unexpectedly(writer, turn, used))
         except HermesError as exc:  # the model failed, a limit was hit...: the caller's words
             code, message = exc.code, exc.message
-            await self._store_end(turn, lambda: self.turns.fail(turn, code, message, usage=used))
+            await self._store_end(
+                turn, lambda: self.turns.fail(writer, turn, code, message, usage=used)
+            )
         except asyncio.CancelledError:
             stopping = True
             if worker.lost:
                 raise
             if worker.abort is not None:
-                await self._store_end_once(turn, self.turns.fail(turn, *worker.abort, usage=used))
+                await self._store_end_once(
+                    turn, self.turns.fail(writer, turn, *worker.abort, usage=used)
+                )
                 return  # this turn is over; the worker goes on with the next one
             if self._closing:  # resumable: a retry, or a replay of its message, goes on
-                why = "the service shut down before this turn finished"
-                await self._store_end_once(turn, self.turns.interrupt(turn, why, usage=used))
+                await self._store_end_once(turn, self.interruptions.shut_down(writer, turn, used))
             else:
                 await self._store_end_once(
-                    turn, self.turns.fail(turn, "cancelled", "the turn was cancelled", usage=used)
+                    turn,
+                    self.turns.fail(
+                        writer, turn, "cancelled", "the turn was cancelled", usage=used
+                    ),
                 )
             raise
         except Exception:
             log.exception("turn %s failed unexpectedly", turn.id)
-            await self._store_end(turn, lambda: self._failed_unexpectedly(turn, used))
+            await self._store_end(turn, lambda: self._failed_unexpectedly(writer, turn, used))
         finally:
             worker.ended = True
             worker.waiting = False
-            if status != "completed" and self.steps is not None and not worker.lost:
-                steps = self.steps
+            if status != "completed" and not worker.lost:
                 if stopping:
-                    await self._store_end_once(turn, steps.close_open(turn.id))
+                    await self._store_end_once(turn, self.steps.close_open(writer, turn.id))
                 else:
-                    await self._store_end(turn, lambda: steps.close_open(turn.id))
+                    await self._store_end(turn, lambda: self.steps.close_open(writer, turn.id))
             seconds = asyncio.get_running_loop().time() - started
             metrics.turn_finished(turn.tenant_id, status, seconds)
 
     async def _run_through_outages(
-        self, turn: Turn, user_id: str, used: Usage, worker: _Worker
+        self, writer: SessionWriter, turn: Turn, user_id: str, used: Usage, worker: _Worker
     ) -> str:
         """Run the turn; each time its database goes away, wait for it to answer again and
         resume the turn from what the database holds of it (module docstring). The status the
         turn ended with."""
         while True:
             try:
-                await self.runner.run(turn, user_id, used)
+                await self.pipeline.run(writer, turn, user_id, used)
                 return "completed"
             except DatabaseUnavailable as exc:
                 log.warning("turn %s lost its database (%s); it resumes when back", turn.id, exc)
             worker.waiting = True
             # The session's cached view may hold rows that were never stored: read it anew.
-            self.runner.forget(turn.session_id)
+            self.pipeline.forget(turn.session_id)
             found = await when_reachable(
-                functools.partial(self.turns.resume_after_outage, turn), f"turn {turn.id}"
+                functools.partial(self.interruptions.resume_after_outage, writer, turn),
+                f"turn {turn.id}",
             )
             worker.waiting = False
             if found is None:  # its session was deleted meanwhile
@@ -348,9 +362,9 @@ class TurnManager:
             log.warning("turn %s resumes from step %s", turn.id, found.resume_from_step)
             turn = worker.current = found
 
-    async def _failed_unexpectedly(self, turn: Turn, used: Usage) -> None:
+    async def _failed_unexpectedly(self, writer: SessionWriter, turn: Turn, used: Usage) -> None:
         await self.turns.fail(
-            turn, "internal_error", "the turn failed; see the service logs", usage=used
+            writer, turn, "internal_error", "the turn failed; see the service logs", usage=used
         )
 
     @staticmethod

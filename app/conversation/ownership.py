@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.settings import Settings
 from app.storage.leases import LeaseStore, new_owner
 
 if TYPE_CHECKING:
@@ -26,24 +27,32 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LeaseConfig:
-    ttl_s: float = 15.0
-    renew_s: float = 5.0
-    sweep_s: float = 1.0
+    ttl_s: float
+    renew_s: float
+    sweep_s: float
     # Leases of processes of this host that no longer exist are free at once (not only when
     # they expire): true only where every owner shares this host's process table (SQLite).
-    reap_local: bool = False
+    reap_local: bool
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LeaseConfig:
+        leases = settings.leases
+        # One SQLite file is one machine's: a lease of a process of this host that is gone is
+        # free at once (a restart takes its sessions back without waiting).
+        local = settings.storage.postgres_url is None
+        return cls(leases.ttl_s, leases.renew_s, leases.sweep_s, reap_local=local)
 
 
 @dataclass
 class SessionLeases:
     store: LeaseStore
-    config: LeaseConfig = field(default_factory=LeaseConfig)
+    config: LeaseConfig
     owner: str = field(default_factory=new_owner)
-    held: dict[str, int] = field(default_factory=dict)  # session -> token
+    owned: dict[str, int] = field(default_factory=dict)  # session -> token
 
     async def renew(self) -> dict[str, int]:
         """Renew what is held; the leases lost (session -> the token this process had)."""
-        return await self.store.renew(self.owner, dict(self.held), self.config.ttl_s)
+        return await self.store.renew(self.owner, dict(self.owned), self.config.ttl_s)
 
     async def unowned(self) -> list[str]:
         """Sessions with open turns and no live owner."""

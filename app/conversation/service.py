@@ -1,4 +1,7 @@
-"""Sessions and turns as the API sees them: every call is scoped to the caller's tenant."""
+"""Sessions and turns as the API sees them: every call is scoped to the caller's tenant.
+
+What a request writes for a session names the session's `SessionWriter` (its lane, no lease:
+the session's worker holds that): app/storage/session_writer.py."""
 
 from __future__ import annotations
 
@@ -6,9 +9,10 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.conversation.budgets import Budgets
+from app.conversation import interruptions
+from app.conversation.budgets import TurnBudgets
+from app.conversation.bus import EventBus, Follower
 from app.conversation.cancels import CANCELLED, RemoteCancels
-from app.conversation.events import EventBus, Follower
 from app.conversation.handoff import HandoffDesk
 from app.conversation.manager import TurnManager
 from app.errors import (
@@ -21,10 +25,12 @@ from app.errors import (
     TurnNotFound,
 )
 from app.principal import Principal
-from app.storage.events import EventStore
+from app.settings import Settings
+from app.storage.event_log import EventStore
 from app.storage.messages import MessageStore
 from app.storage.outage import when_reachable
 from app.storage.records import Event, Message, Session, Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import Page, SessionStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.text.tokens import estimate_tokens
@@ -32,7 +38,7 @@ from app.tools.shaping import Redactor
 
 
 @dataclass(frozen=True)
-class Held:
+class ForAgent:
     """A customer's message stored for the human agent who holds the session: no turn."""
 
     message: Message
@@ -40,12 +46,24 @@ class Held:
 
 @dataclass(frozen=True)
 class TurnLimits:
-    busy_policy: BusyPolicy = "reject"
-    max_queued: int = 10
-    keepalive_s: float = 15.0
+    busy_policy: BusyPolicy
+    max_queued: int
+    keepalive_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TurnLimits:
+        return cls(
+            busy_policy=settings.turns.busy_policy,
+            max_queued=settings.turns.max_queued,
+            keepalive_s=settings.http.sse_keepalive_s,
+        )
 
 
 class ConversationService:
+    """What the API asks of sessions and turns. `remote` cancels the turns other processes
+    run: None exactly when turns run without leases (one process, as the in-process tests run
+    them), where there is no other process to ask."""
+
     def __init__(
         self,
         *,
@@ -56,13 +74,13 @@ class ConversationService:
         manager: TurnManager,
         bus: EventBus,
         limits: TurnLimits,
-        desk: HandoffDesk | None = None,
-        budgets: Budgets | None = None,
-        redactor: Redactor | None = None,
-        remote: RemoteCancels | None = None,
+        desk: HandoffDesk,
+        budgets: TurnBudgets,
+        redactor: Redactor,
+        remote: RemoteCancels | None,
     ) -> None:
-        self.remote = remote  # cancels of turns other processes run (with leases)
-        self.redactor = redactor or Redactor()
+        self.remote = remote
+        self.redactor = redactor
         self.desk = desk
         self.budgets = budgets
         self.sessions = sessions
@@ -113,7 +131,9 @@ class ConversationService:
     async def delete_session(self, principal: Principal, session_id: str) -> None:
         await self.get_session(principal, session_id)
         await self.manager.cancel(session_id, "session_deleted", "the session was deleted")
-        if not await self.sessions.delete(principal.tenant_id, session_id):
+        if not await self.sessions.delete(
+            SessionWriter(session_id), principal.tenant_id, session_id
+        ):
             raise SessionNotFound("no such session", session_id=session_id)
         self.manager.forget(session_id)
         self.bus.close_session(session_id)
@@ -123,8 +143,7 @@ class ConversationService:
         archived = await self.sessions.archive_idle(cutoff)
         for session_id in archived:
             self.manager.forget(session_id)
-            if self.desk is not None:  # the contact ended by itself: its summary
-                await self.desk.wrap_up_idle(session_id)
+            await self.desk.wrap_up_idle(session_id)  # the contact ended by itself: its summary
         return archived
 
     async def list_messages(
@@ -137,17 +156,17 @@ class ConversationService:
 
     async def post_message(
         self, principal: Principal, session_id: str, content: str, client_message_id: str | None
-    ) -> Accepted | Held:
+    ) -> Accepted | ForAgent:
         """A turn for the bot, or (while a human agent holds the session) the customer's
         message stored for the agent, with no turn."""
         if principal.user_id is not None:  # a key bound to a user: that user's sessions only
             await self.get_session(principal, session_id)
-        if self.desk is not None:
-            held = await self.desk.hold(principal, session_id, content)
-            if held is not None:
-                return Held(held)
+        kept = await self.desk.store_for_agent(principal, session_id, content)
+        if kept is not None:
+            return ForAgent(kept)
         await self._admit(principal, session_id, client_message_id)
         accepted = await self.turns.accept(
+            SessionWriter(session_id),
             tenant_id=principal.tenant_id,
             session_id=session_id,
             content=content,
@@ -175,7 +194,9 @@ class ConversationService:
         nothing done already is done again."""
         turn = accepted.turn
         if turn.status == "failed" and turn.error_code == "interrupted":
-            found = await self.turns.reopen_interrupted(turn)
+            found = await self.turns.transact(
+                SessionWriter(turn.session_id), lambda tx: interruptions.reopen(tx, turn)
+            )
             if found is None:
                 return accepted
             turn = found
@@ -189,8 +210,6 @@ class ConversationService:
     ) -> None:
         """The principal's turn rate and the budgets allow a new turn; a retried message (its
         `client_message_id` already has a turn) is answered with that turn, never refused."""
-        if self.budgets is None:
-            return
         try:
             await self.budgets.admit(principal, session_id)
         except (BudgetExceeded, RateLimited):

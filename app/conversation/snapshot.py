@@ -3,8 +3,8 @@
 The snapshot (summary, active goal, state, completed steps) changes twice in a turn: when old
 turns are folded into a new summary before the model is called (`ContextBuilder.summarise`),
 and when the turn completes. Both go through `store_fields`, as writes of the turn itself
-(`TurnWrites`): the fold is held and stored with the turn's next write (or when the turn ends,
-however it ends), the rest inside the transaction that completes the turn.
+(`DeferredWrites`): the fold is deferred to the turn's next write (or stored when the turn
+ends, however it ends), the rest inside the transaction that completes the turn.
 
 The goal and the understood slots are copies of the customer's words kept beside the
 conversation (and shown to the model as notes): they are stored masked, like a tool call's
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.conversation.transcript import Transcript
+from app.conversation.transcript import StoredTranscript
 from app.conversation.understanding import Understanding
 from app.storage.records import Snapshot, Turn
 from app.storage.snapshots import update_snapshot
@@ -38,7 +38,7 @@ def turn_end_fields(
     turn: Turn,
     snapshot: Snapshot | None,
     user_text: str,
-    transcript: Transcript,
+    transcript: StoredTranscript,
     understanding: Understanding | None,
     taint: Taint,
     redactor: Redactor,

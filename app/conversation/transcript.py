@@ -1,8 +1,9 @@
 """What a turn records as it runs, and what a retried turn finds of it.
 
-`Transcript` stores the turn's tool calls and results as messages while the loop runs. Nothing
-waits for these writes: each is held and stored with the turn's next one (the next step or the
-turn's end), and the rows written are kept for the session's cached view.
+`StoredTranscript` stores the turn's tool calls and results as messages while the loop runs. Nothing
+waits for these writes: each is deferred and stored with the turn's next one (the next step or
+the turn's end); the rows stored come back once that commits and are kept for the session's
+cached view.
 
 A call's arguments are stored masked, as its step input and its approval show them; the message
 lists the calls whose arguments the masking changed (`masked_calls`). A retried turn never runs
@@ -20,47 +21,44 @@ from typing import Any
 
 from app.conversation.loop import Resume
 from app.llm.gateway import RequestedToolCall
+from app.storage.deferred import DeferredWrites
 from app.storage.records import Message, Turn
 from app.storage.turns import turn_message
-from app.storage.tx import TurnWrites
 from app.text.tokens import estimate_tokens
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 
 
-class Transcript:
+class StoredTranscript:
     """The turn's tool calls and results, as messages (see the module docstring)."""
 
-    def __init__(self, writes: TurnWrites, turn: Turn, redactor: Redactor) -> None:
+    def __init__(self, writes: DeferredWrites, turn: Turn, redactor: Redactor) -> None:
         self._writes = writes
         self._turn = turn
         self._redactor = redactor
-        # The rows stored, by their place in the transcript: filled on the writer thread as
-        # they go in, by place so that a batch the writer runs again (a conflict, a connection
-        # lost before its commit) leaves each row once.
-        self._written: dict[int, Message] = {}
+        self._stored: list[Message] = []  # handed back as each carrying transaction commits
         self.count = 0
         self.steps: list[dict[str, Any]] = []
         self.results: list[tuple[RequestedToolCall, ToolResult]] = []
 
     @property
     def written(self) -> list[Message]:
-        """The rows stored so far, in transcript order."""
-        return [self._written[place] for place in sorted(self._written)]
+        """The rows stored so far (committed), in transcript order: the turn's writes commit
+        in the order they were sent."""
+        return list(self._stored)
 
-    def _hold(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
-        turn, written, place = self._turn, self._written, self.count
-        self._writes.hold(
-            lambda tx: written.__setitem__(
-                place, turn_message(tx, turn, role, content, token_estimate, **extra)
-            )
+    def _defer(self, role: str, content: str | None, token_estimate: int, **extra: Any) -> None:
+        turn = self._turn
+        self._writes.defer(
+            lambda tx: turn_message(tx, turn, role, content, token_estimate, **extra),
+            self._stored.append,
         )
         self.count += 1
 
     async def assistant_calls(self, text: str, calls: list[RequestedToolCall]) -> None:
         stored = [replace(c, arguments=self._redactor.arguments(c.arguments)) for c in calls]
         masked = [c.id for c, s in zip(calls, stored, strict=True) if s.arguments != c.arguments]
-        self._hold(
+        self._defer(
             "assistant",
             text or None,
             estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls),
@@ -70,7 +68,7 @@ class Transcript:
 
     async def tool_result(self, call: RequestedToolCall, result: ToolResult) -> None:
         content = result.model_content()
-        self._hold(
+        self._defer(
             "tool",
             content,
             estimate_tokens(content),

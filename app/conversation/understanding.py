@@ -31,7 +31,7 @@ class Understanding:
         return {**self.result.to_dict(), "confident": self.confident}
 
 
-class DualChannel:
+class Understander:
     def __init__(self, parser: Parser | None, min_confidence: float) -> None:
         self.parser = parser
         self.min_confidence = min_confidence
@@ -63,12 +63,17 @@ class DualChannel:
         if understanding is None or not understanding.confident:
             return tools
         intent = understanding.result.intent
-        # Tools that declare no intents (e.g. from MCP servers) are general-purpose: they serve
-        # what the call-centre intents do not cover.
-        general = intent == "out_of_scope"
-        return [
-            t for t in tools if t.always_on or intent in t.intents or (general and not t.intents)
-        ]
+
+        def serves(t: ToolSpec) -> bool:
+            if t.always_on or intent in t.intents:
+                return True
+            # Tools that declare no intents (e.g. from MCP servers) are general-purpose: they
+            # serve what the call-centre intents do not cover. A question about a rule may read
+            # from them, never act through them (issue 27: a question never writes).
+            general = intent == "out_of_scope" or (intent == "policy_question" and not t.acts)
+            return general and not t.intents
+
+        return [t for t in tools if serves(t)]
 
     @staticmethod
     def context_note(

@@ -1,7 +1,7 @@
 """Records the steps of one turn as it runs: every model call and tool call becomes a traced
 Step; independent reads of one model response form a batch step with its members.
 
-The recorder is a decorator around the turn's `TurnEvents` (app/tools/events.py): it records
+The recorder is a decorator around the turn's `TurnReports` (app/tools/reports.py): it records
 the step of each call it is told about and forwards every call to the emitter it wraps, so the
 loop and the executor report to one interface whether steps are recorded or not, and a tool
 call's step and its `tool.*` events move together.
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from app.errors import StepQueueFull
 from app.events import EventType, NewEvent
 from app.llm.gateway import ModelReply, ModelRoute, RequestedToolCall
 from app.observability import metrics
 from app.storage.approvals import Approval
+from app.storage.deferred import DeferredWrites
 from app.storage.records import Event
 from app.storage.steps import (
     NewStep,
@@ -32,15 +32,14 @@ from app.storage.steps import (
     finish_step,
     start_step,
 )
-from app.storage.tx import TurnWrites, Tx
-from app.tools.events import TurnEvents
+from app.storage.tx import Tx
+from app.tools.reports import TurnReports
 from app.tools.results import ToolResult
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
 from app.workflow.traces import models_to_store
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 def _status_of(result: ToolResult) -> StepStatus:
@@ -69,36 +68,19 @@ def _by_event(tx: Tx, call: RequestedToolCall, trace: dict[str, Any]) -> dict[st
 class StepRecorder:
     store: StepStore
     turn: TurnRef
-    inner: TurnEvents
-    max_depth: int = 50
-    redactor: Redactor = field(default_factory=Redactor)
+    inner: TurnReports
+    max_depth: int  # HERMES_STEP_QUEUE_MAX_DEPTH
+    redactor: Redactor
+    # The turn's writes, shared with `inner` (its events go through them), and with them the
+    # turn's `SessionWriter` (its session's lane, its worker's lease) for every step write: a
+    # step change nobody waits for is deferred and stored with the next event (a tool's start
+    # with its `tool.started`, a model call's end with what the turn writes next).
+    writes: DeferredWrites
     _model_step: Step | None = None  # the model call under way (one at a time per turn)
     _call_steps: dict[str, Step] = field(default_factory=dict)
     _waits: dict[str, Step] = field(default_factory=dict)
     _batch: str | None = None
     _batch_left: set[str] = field(default_factory=set)
-    # The turn's writes, shared with `inner` (its events go through them): a step change
-    # nobody waits for is held and stored with the next event (a tool's start with its
-    # `tool.started`, a model call's end with what the turn writes next).
-    writes: TurnWrites | None = None
-
-    async def _now(self, fn: Callable[[Tx], T]) -> T:
-        if self.writes is None:
-            return await self.store.transact(fn)
-        return await self.writes.now(fn)
-
-    async def _later(self, fn: Callable[[Tx], object]) -> None:
-        if self.writes is None:
-            await self.store.transact(fn)
-        else:
-            self.writes.hold(fn)
-
-    async def _after(self, fn: Callable[[Tx], object]) -> None:
-        """Like `_later`, but stored after what the turn writes next, in its transaction."""
-        if self.writes is None:
-            await self.store.transact(fn)
-        else:
-            self.writes.follow(fn)
 
     # -- the reply as it streams: nothing to record, forwarded -----------------------------------
 
@@ -108,8 +90,8 @@ class StepRecorder:
     def flush(self) -> None:
         self.inner.flush()
 
-    def hold(self) -> None:
-        self.inner.hold()
+    def defer_text(self) -> None:
+        self.inner.defer_text()
 
     async def settle(self) -> None:
         await self.inner.settle()
@@ -130,7 +112,7 @@ class StepRecorder:
             # Its schema, always traces.MODEL_OUTPUT_SCHEMA, is not stored: read, it is put back.
             status="running",  # a model call starts the moment it is queued
         )
-        queued, refused = await self._now(
+        queued, refused = await self.writes.now(
             lambda tx: enqueue_steps(tx, self.turn, [step], self.max_depth)
         )
         if refused:
@@ -178,7 +160,7 @@ class StepRecorder:
             "validation": {"valid": False, "errors": problems} if problems else None,
             **named,
         }
-        await self._later(lambda tx: finish_step(tx, step.id, "succeeded", trace))
+        self.writes.defer(lambda tx: finish_step(tx, step.id, "succeeded", trace))
         metrics.STEPS.labels(action_type="generate_response", status="succeeded").inc()
 
     async def model_failed(self, code: str, message: str, route: ModelRoute | None = None) -> None:
@@ -188,7 +170,7 @@ class StepRecorder:
             error: dict[str, Any] = {"code": code, "message": self.redactor.text(message)}
             if route is not None:
                 error["models"] = route.trace()
-            await self.store.finish(step.id, status, error=error)
+            await self.store.finish(self.writes.writer, step.id, status, error=error)
             metrics.STEPS.labels(action_type="generate_response", status=status).inc()
         await self.inner.model_failed(code, message, route)
 
@@ -237,7 +219,7 @@ class StepRecorder:
             ]
             return parent, enqueue_steps(tx, self.turn, members, self.max_depth)[0]
 
-        parent, queued = await self._now(enqueue)
+        parent, queued = await self.writes.now(enqueue)
         by_key = {s.key: s for s in queued}
         overflow = []
         for call in calls:
@@ -254,7 +236,7 @@ class StepRecorder:
     async def started(self, call: RequestedToolCall) -> None:
         step = self._call_steps.get(call.id)
         if step is not None:
-            await self._later(lambda tx: start_step(tx, step.id))
+            self.writes.defer(lambda tx: start_step(tx, step.id))
         await self.inner.started(call)
 
     async def completed(self, call: RequestedToolCall, result: ToolResult) -> None:
@@ -277,7 +259,7 @@ class StepRecorder:
             }
             # Stored right after the call's `tool.completed` event, in its transaction, so the
             # step can refer to the result the event holds instead of storing it again.
-            await self._after(
+            self.writes.defer_after(
                 lambda tx: finish_step(tx, step.id, status, _by_event(tx, call, trace))
             )
             metrics.STEPS.labels(action_type="call_tool", status=status).inc()
@@ -290,7 +272,7 @@ class StepRecorder:
         self._batch_left.discard(call_id)
         if not self._batch_left and self._batch is not None:
             batch = self._batch
-            await self._after(lambda tx: finish_step(tx, batch, "succeeded", {}))
+            self.writes.defer_after(lambda tx: finish_step(tx, batch, "succeeded", {}))
             metrics.STEPS.labels(action_type="batch", status="succeeded").inc()
             self._batch = None
 
@@ -302,6 +284,7 @@ class StepRecorder:
 
     async def approval_requested(self, call: RequestedToolCall, approval: Approval) -> None:
         queued, _ = await self.store.enqueue(
+            self.writes.writer,
             self.turn,
             [
                 NewStep(
@@ -318,7 +301,9 @@ class StepRecorder:
         self._waits[approval.id] = queued[0]
         call_step = self._call_steps.get(call.id)
         if call_step is not None:  # waiting for a person is not running: the watchdog leaves it
-            self._call_steps[call.id] = await self.store.update(call_step.id, status="queued")
+            self._call_steps[call.id] = await self.store.update(
+                self.writes.writer, call_step.id, status="queued"
+            )
         await self.inner.approval_requested(call, approval)
 
     async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None:
@@ -331,10 +316,12 @@ class StepRecorder:
         status: StepStatus = {"approved": "succeeded", "expired": "timed_out"}.get(
             approval.status, "failed"
         )  # type: ignore[assignment]
-        await self.store.finish(step.id, status, result={"decision": approval.status})
+        await self.store.finish(
+            self.writes.writer, step.id, status, result={"decision": approval.status}
+        )
         # The tool itself starts now, not when it was first asked for.
         call_step = self._call_steps.get(call.id)
         if call_step is not None and approval.status == "approved":
             self._call_steps[call.id] = await self.store.update(
-                call_step.id, status="running", started_at=self.store_now()
+                self.writes.writer, call_step.id, status="running", started_at=self.store_now()
             )

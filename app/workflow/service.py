@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.errors import Conflict, StepNotFound, StepNotRetryable
 from app.principal import Principal
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.steps import RETRYABLE, Step, StepStore
 from app.storage.turns import TurnStore
 from app.workflow.ports import SessionLookup, TurnControl
@@ -62,7 +63,8 @@ class StepService:
                 step_id=step_id,
                 turn_id=turn.id,
             )
-        reopened = await self.turns.reopen(turn, step_id)
+        # A request's write: on the session's lane, under no lease.
+        reopened = await self.turns.reopen(SessionWriter(session_id), turn, step_id)
         if reopened is None:
             raise Conflict("the session is busy; retry when its turn has finished")
         self.manager.wake(session_id)

@@ -2,7 +2,11 @@
 
 A step running longer than the limit is marked `stuck`, counted, and its turn is ended cleanly
 (`turn.failed` with code `step_stuck`); the session stays usable. An `ask_user` step whose
-deadline passes is `timed_out` and its fallback action runs: a short follow-up message.
+deadline passes is `timed_out` and its fallback action runs: a short follow-up message, unless
+the customer has written since (`TurnStore.add_followup` checks, in the follow-up's own
+transaction). The follow-up is a write of the session: it names the session's
+`SessionWriter`, so it goes on the session's write lane, behind what the session's turns queued
+before it (under no lease: the watchdog owns no session).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from app.observability import metrics
+from app.storage.session_writer import SessionWriter
 from app.storage.steps import Step, StepStore
 from app.storage.turns import TurnStore
 from app.text.language import latest_language
@@ -74,9 +79,15 @@ class Watchdog:
             return
         question = str(step.input_context.get("question", ""))
         text = ASK_USER_FALLBACK[latest_language([question])]
-        await self.turns.add_followup(
-            turn, text, estimate_tokens(text), {"kind": "ask_user_timeout", "step_id": step.id}
+        written = await self.turns.add_followup(
+            SessionWriter(step.session_id),  # the session's lane, under no lease
+            turn,
+            text,
+            estimate_tokens(text),
+            {"kind": "ask_user_timeout", "step_id": step.id},
         )
+        if written is None:
+            log.info("no follow-up to step %s: the customer wrote again", step.id)
 
     async def run(self) -> None:
         while True:

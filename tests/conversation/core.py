@@ -1,8 +1,8 @@
 """The turn core in-process, from real parts, with no socket.
 
-A real SQLite file with its migrations and the stores wired as app/runtime.py wires them, the
+A real SQLite file with its migrations and the stores wired as app/runtime/ wires them, the
 in-process `ScriptedLLM`, the executor over three instant tools (core_tools.yaml), and the loop,
-runner, manager and service on top. The unit tests of the loop, the manager, the follower and
+turn pipeline, manager and service on top. The unit tests of the loop, the manager, the follower and
 the service build the core here, so a change to how it is put together is made once.
 """
 
@@ -12,33 +12,37 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.conversation.assembly import TurnParts, TurnStores, assemble
-from app.conversation.budget import BudgetConfig, ExtractiveSummarizer
+from app.conversation.bus import EventBus
 from app.conversation.context import ContextBuilder
 from app.conversation.emitter import TurnEmitter
-from app.conversation.events import EventBus
-from app.conversation.handoff import HandoffDesk
+from app.conversation.handoff import HandoffConfig, HandoffDesk
 from app.conversation.loop import AgentLoop, LoopLimits, Resume, TurnOutcome, TurnRun
 from app.conversation.manager import TurnManager
-from app.conversation.runner import RunnerConfig, TurnRunner
 from app.conversation.service import ConversationService, TurnLimits
-from app.conversation.transcript import Transcript
-from app.conversation.understanding import DualChannel
+from app.conversation.transcript import StoredTranscript
+from app.conversation.turn.config import TurnConfig
+from app.conversation.turn.pipeline import TurnPipeline
+from app.conversation.understanding import Understander
+from app.conversation.window import ExtractiveSummarizer, WindowConfig
+from app.llm.prices import Prices
 from app.llm.testing import ScriptedLLM, Step
 from app.memory.testing import NullMemory
 from app.principal import LOCAL
-from app.settings import PROJECT_ROOT
+from app.resilience.breaker import BreakerPolicy
+from app.settings import PROJECT_ROOT, Settings
 from app.storage.approvals import ApprovalStore
-from app.storage.events import EventStore
+from app.storage.event_log import EventStore
 from app.storage.messages import MessageStore
 from app.storage.port import Database
 from app.storage.records import Event, Message, Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.snapshots import SnapshotStore
 from app.storage.sqlite import SqliteDatabase
@@ -47,7 +51,8 @@ from app.storage.tool_calls import ToolCallStore
 from app.storage.turns import Accepted, BusyPolicy, TurnStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import TurnScope
-from app.tools.executor import ExecutorConfig, ToolExecutor
+from app.tools.deps import Dependencies
+from app.tools.executor import ToolExecutor
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.policy import TurnPolicy
@@ -55,9 +60,12 @@ from app.tools.registry import ToolRegistry
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
 from app.workflow.recorder import StepRecorder
+from tests.conversation.doubles import NoBudgets
+from tests.tools.executors import local_guards
 
 TOOLS = Path(__file__).with_name("core_tools.yaml")
 SYSTEM_PROMPT = "You are the test assistant."
+DEFAULTS = Settings()  # what the core is built with where a test does not say
 TENANT = LOCAL.tenant_id
 
 # What the tools' handlers ran, in order: (tool, arguments). Reset by `open_core`.
@@ -93,12 +101,12 @@ class Core:
     registry: ToolRegistry
     executor: ToolExecutor
     loop: AgentLoop
-    runner: TurnRunner
+    pipeline: TurnPipeline
     manager: TurnManager
     service: ConversationService
+    desk: HandoffDesk  # the handoff desk over the same stores
     # Every event handed to the bus, in the order it was handed over (after its commit).
     published: list[Event] = field(default_factory=list)
-    desk: HandoffDesk | None = None  # the handoff desk over the same stores
 
     async def new_session(self, user_id: str = "u1") -> str:
         return (await self.sessions.create(TENANT, user_id, {})).id
@@ -114,6 +122,7 @@ class Core:
     ) -> Accepted:
         """The user's message recorded and its turn queued (no worker is woken)."""
         accepted = await self.turns.accept(
+            SessionWriter(session_id),
             tenant_id=TENANT,
             session_id=session_id,
             content=content,
@@ -129,7 +138,7 @@ class Core:
         """A new session's first turn, accepted and claimed: what the loop runs inside."""
         session_id = await self.new_session()
         await self.accept(session_id, content)
-        claimed = await self.turns.claim_next(session_id)
+        claimed = await self.turns.claim_next(SessionWriter(session_id), session_id)
         assert claimed is not None
         return claimed.turn
 
@@ -173,13 +182,14 @@ class Core:
         offered: frozenset[str] | None = None,
         resume: Resume | None = None,
     ) -> LoopRun:
-        """Run the agent loop alone inside `turn`, recording as the runner does (events, steps,
+        """Run the agent loop alone inside `turn`, recording as the pipeline does (events, steps,
         the tool messages); what the turn held is stored before this returns or raises."""
-        emitter = TurnEmitter(self.turns, turn, flush_s=1000)
+        emitter = TurnEmitter(self.turns, SessionWriter(turn.session_id), turn, flush_s=1000)
         recorder = StepRecorder(
             self.steps,
             TurnRef(turn.tenant_id, turn.session_id, turn.id),
             emitter,
+            DEFAULTS.workflow.step_queue_max_depth,
             redactor=self.executor.redactor,
             writes=emitter.writes,
         )
@@ -191,9 +201,11 @@ class Core:
                 {"role": "user", "content": user_text},
             ],
             tools=tools if tools is not None else self.registry.offered(),
-            scope=TurnScope(TENANT, "u1", turn.session_id, turn.id, turn.id),
-            emitter=recorder,
-            transcript=Transcript(emitter.writes, turn, Redactor()),
+            scope=TurnScope(
+                TENANT, "u1", turn.session_id, turn.id, turn.id, writer=emitter.writes.writer
+            ),
+            reports=recorder,
+            transcript=StoredTranscript(emitter.writes, turn, Redactor()),
             user_text=user_text,
             resume=resume,
             policy=TurnPolicy(offered=offered),
@@ -254,13 +266,16 @@ async def open_core(
         registry = registry_of(TOOLS)
         executor = ToolExecutor(
             registry,
+            deps=Dependencies(),  # the core's tools need nothing of the deployment
+            guards=local_guards(BreakerPolicy.from_settings(DEFAULTS.tools)),
             calls=ToolCallStore(db, publish),
             approvals=ApprovalBroker(ApprovalStore(db, publish), approval_timeout_s),
             confirmations=stores.confirmations,
-            config=ExecutorConfig(),
+            config=DEFAULTS.tools,
         )
         stack.push_async_callback(executor.guards.limiter.aclose)
-        loop = AgentLoop(model, executor, LoopLimits(max_rounds=max_rounds), model_label="scripted")
+        limits = replace(LoopLimits.from_settings(DEFAULTS), max_rounds=max_rounds)
+        loop = AgentLoop(model, executor, limits, model_label="scripted", prices=Prices())
         core = assemble(
             stores,
             bus,
@@ -268,18 +283,31 @@ async def open_core(
                 loop=loop,
                 registry=registry,
                 redactor=executor.redactor,
-                # No NLU and no memory: their null objects.
-                channel=DualChannel(None, 1.0),
-                context=ContextBuilder(SYSTEM_PROMPT, BudgetConfig(), ExtractiveSummarizer()),
+                # No NLU, no memory, no budgets: their null objects.
+                channel=Understander(None, 1.0),
+                context=ContextBuilder(
+                    SYSTEM_PROMPT,
+                    WindowConfig.from_settings(DEFAULTS.context),
+                    ExtractiveSummarizer(),
+                ),
                 memory=NullMemory(),
-                runner_config=RunnerConfig(SYSTEM_PROMPT, delta_flush_s=1000),
+                turn_config=replace(
+                    TurnConfig.from_settings(DEFAULTS),
+                    system_prompt=SYSTEM_PROMPT,
+                    delta_flush_s=1000,
+                ),
                 limits=TurnLimits(
                     busy_policy=busy_policy, max_queued=max_queued, keepalive_s=keepalive_s
                 ),
                 turn_timeout_s=turn_timeout_s,
+                budgets=NoBudgets(),
+                handoff=HandoffConfig.from_settings(DEFAULTS.handoff),
+                cancel_wait_s=DEFAULTS.leases.cancel_wait_s,
+                cancel_signal=None,
+                leases=None,  # one process
             ),
         )
-        runner, manager, service = core.runner, core.manager, core.service
+        pipeline, manager, service = core.pipeline, core.manager, core.service
         stack.push_async_callback(manager.shutdown, 1.0)
         sessions, turns, messages = stores.sessions, stores.turns, stores.messages
         events, snapshots, steps = stores.events, stores.snapshots, stores.steps
@@ -296,7 +324,7 @@ async def open_core(
             registry=registry,
             executor=executor,
             loop=loop,
-            runner=runner,
+            pipeline=pipeline,
             manager=manager,
             service=service,
             published=published,

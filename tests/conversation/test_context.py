@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from app.conversation.budget import BudgetConfig, ContextTurn, ExtractiveSummarizer
 from app.conversation.context import (
     ContextBuilder,
     chat_message,
@@ -13,8 +12,10 @@ from app.conversation.context import (
     messages_of,
     system_messages,
 )
+from app.conversation.window import ContextTurn, ExtractiveSummarizer, WindowConfig
+from app.settings import ContextSettings
 from app.storage.records import Message, Snapshot
-from tests.conversation.test_budget import GOAL, SYSTEM, script
+from tests.conversation.test_window import GOAL, SYSTEM, script
 
 
 def msg(role: str, content: str | None = None, **kw: object) -> Message:
@@ -82,7 +83,11 @@ class CountingSummarizer:
 
 async def test_planning_is_pure_and_summarising_is_its_own_step() -> None:
     summarizer = CountingSummarizer()
-    builder = ContextBuilder(SYSTEM, BudgetConfig(budget_tokens=4000, keep_turns=2), summarizer)
+    builder = ContextBuilder(
+        SYSTEM,
+        WindowConfig.from_settings(ContextSettings(budget_tokens=4000, keep_turns=2)),
+        summarizer,
+    )
     snap = Snapshot(session_id="s", tenant_id="t", active_goal=GOAL)
     turns = [script(n) for n in range(1, 41)]
     plan = builder.plan(snap, turns, [])

@@ -16,9 +16,10 @@ from app.conversation.emitter import TurnEmitter
 from app.events import EventType
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
-from app.storage.events import EventStore
+from app.storage.event_log import EventStore
 from app.storage.port import Database
 from app.storage.records import Event, Turn
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.sqlite import SqliteDatabase
 from app.storage.turns import TurnStore
@@ -49,6 +50,7 @@ async def claimed_turn(path: Path) -> Claimed:
     session = await SessionStore(db, published.append).create("t", "u", {})
     turns = TurnStore(db, published.append)
     accepted = await turns.accept(
+        SessionWriter(session.id),
         tenant_id="t",
         session_id=session.id,
         content="hello",
@@ -58,7 +60,7 @@ async def claimed_turn(path: Path) -> Claimed:
         max_queued=5,
     )
     assert accepted is not None
-    claimed = await turns.claim_next(session.id)
+    claimed = await turns.claim_next(SessionWriter(session.id), session.id)
     assert claimed is not None
     published.clear()
     return Claimed(db, turns, claimed.turn, published)
@@ -76,7 +78,7 @@ def call(call_id: str = "c1", name: str = "lookup") -> RequestedToolCall:
 
 
 async def test_tool_calls_are_stored_as_catalogue_events_in_order(claimed: Claimed) -> None:
-    emitter = TurnEmitter(claimed.turns, claimed.turn)
+    emitter = TurnEmitter(claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn)
     turn_id = claimed.turn.id
     await emitter.started(call())
     result = ToolResult.ok({"n": 1})
@@ -103,7 +105,9 @@ async def test_tool_calls_are_stored_as_catalogue_events_in_order(claimed: Claim
 async def test_streamed_text_is_gathered_and_goes_out_before_the_next_event(
     claimed: Claimed,
 ) -> None:
-    emitter = TurnEmitter(claimed.turns, claimed.turn, flush_s=60)
+    emitter = TurnEmitter(
+        claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn, flush_s=60
+    )
     emitter.delta("Hel")  # the first piece goes out at once
     emitter.delta("lo, ")
     emitter.delta("world")
@@ -116,12 +120,14 @@ async def test_streamed_text_is_gathered_and_goes_out_before_the_next_event(
     assert stored[-1].seq == recalled.seq and all(d.seq < recalled.seq for d in deltas)
 
 
-async def test_held_text_rides_with_the_next_write(claimed: Claimed) -> None:
-    emitter = TurnEmitter(claimed.turns, claimed.turn, flush_s=60)
+async def test_deferred_text_rides_with_the_next_write(claimed: Claimed) -> None:
+    emitter = TurnEmitter(
+        claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn, flush_s=60
+    )
     emitter.delta("first")
     await emitter.settle()
     emitter.delta(" and the rest")
-    emitter.hold()
+    emitter.defer_text()
     before = claimed.db.counts()
     await emitter.started(call())
     assert (claimed.db.counts() - before).jobs == 1  # one transaction carried both
@@ -133,7 +139,7 @@ async def test_held_text_rides_with_the_next_write(claimed: Claimed) -> None:
 async def test_model_calls_and_queued_calls_announce_nothing_without_steps(
     claimed: Claimed,
 ) -> None:
-    emitter = TurnEmitter(claimed.turns, claimed.turn)
+    emitter = TurnEmitter(claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn)
     before = await claimed.log()
     await emitter.model_started(0, "model", [], 3)
     assert await emitter.queue_calls(0, [call()], {}, []) == []
@@ -143,7 +149,7 @@ async def test_model_calls_and_queued_calls_announce_nothing_without_steps(
 async def test_stored_payloads_are_the_wire_bytes_less_the_turn_id(claimed: Claimed) -> None:
     """What SSE sends is the stored JSON, compact and in the catalogue's key order; a turn is
     stored as its number in the session, its id read back in front of the payload."""
-    emitter = TurnEmitter(claimed.turns, claimed.turn)
+    emitter = TurnEmitter(claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn)
     await emitter.emit(events.memory_forgotten(claimed.turn.id, 3))
     row = await claimed.db.fetchone(
         "SELECT type, data, turn_number, seq FROM events"

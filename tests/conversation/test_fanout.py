@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from app.conversation.events import EventBus, Follower
+from app.conversation.bus import EventBus, Follower
 from app.conversation.fanout import RedisFanout
 from app.events import EventType
 from app.resilience.redis_client import SharedRedis
-from app.storage.events import EventStore
+from app.storage.event_log import EventStore
 from app.storage.port import Database
 from app.storage.records import Event
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.tx import Store, Tx
 from tests.redis_util import TcpProxy, proxied_url, redis_prefix, redis_proxy  # noqa: F401 (a fixture)
@@ -101,7 +102,7 @@ class Pair:
                 for label in labels
             ]
 
-        return await node.store.transact(emit)
+        return await node.store.transact(SessionWriter(self.session_id), emit)
 
     def follow(self, node: Node, after: int) -> Follower:
         return Follower(node.bus, self.log, self.session_id, after=after, keepalive_s=DEADLINE_S)

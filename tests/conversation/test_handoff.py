@@ -9,24 +9,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.conversation.handoff import HandoffDesk
-from app.conversation.service import Held
+from app.conversation.service import ForAgent
 from app.llm.testing import Reply
 from app.principal import LOCAL, Principal
+from app.storage.session_writer import SessionWriter
 from app.storage.turns import Accepted
 from tests.conversation.core import Core, open_core
 
 AGENT = Principal(LOCAL.tenant_id, "agent", "key_agent")
 
 
-def desk_of(core: Core) -> HandoffDesk:
-    assert core.desk is not None
-    return core.desk
-
-
 async def take_over(core: Core, session_id: str) -> None:
-    desk = desk_of(core)
-    await desk.request(LOCAL.tenant_id, session_id, "asked", requested_by="customer", language="en")
+    desk = core.desk
+    await desk.request(
+        SessionWriter(session_id),
+        LOCAL.tenant_id,
+        session_id,
+        "asked",
+        requested_by="customer",
+        language="en",
+    )
     await desk.claim(AGENT, session_id)
 
 
@@ -50,11 +52,11 @@ async def test_while_held_a_customer_message_is_no_turn_and_the_agent_is_heard_l
         assert isinstance(first, Accepted)
         await core.finished(first.turn)
         await take_over(core, session_id)
-        desk = desk_of(core)
+        desk = core.desk
         await desk.agent_says(AGENT, session_id, "Ana here, I refunded it.", None)
 
         held = await core.service.post_message(LOCAL, session_id, "thanks Ana", None)
-        assert isinstance(held, Held) and held.message.role == "user"
+        assert isinstance(held, ForAgent) and held.message.role == "user"
         assert held.message.metadata["author"] == "customer"
         latest = await core.turns.latest(session_id)
         assert latest is not None and latest.id == first.turn.id, "a turn was created"

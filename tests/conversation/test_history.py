@@ -9,20 +9,34 @@ script in lockstep; both sides' model requests must be identical, turn by turn.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from app.conversation.history import SessionHistory
+from app import events
+from app.conversation.history import Finished, SessionHistory, SessionView
 from app.llm.testing import Fail, FakeLLMServer, Reply, Step, ToolCall, ToolCalls
+from app.settings import PROJECT_ROOT
+from app.storage.messages import MessageStore, count_added
+from app.storage.postgres.database import PostgresDatabase
+from app.storage.records import Message, Turn
+from app.storage.session_writer import SessionWriter
+from app.storage.sessions import SessionStore
+from app.storage.snapshots import SnapshotStore
+from app.storage.turns import TurnStore, complete_turn, turn_message
+from app.storage.tx import Tx
 from app.testing import LiveService, serve
 from tests.conftest import FIXTURE_TOOLS, new_session
+from tests.storage.batches import another_lane, done_or_waiting_for_a_lock
 from tests.tools.fixture_tools import REC
 
 Action = Callable[[LiveService, str], Awaitable[None]]
+T = TypeVar("T")
 
 # Long enough that a 1000-token budget folds old turns into the summary after a few turns.
 FILLER = (
@@ -32,7 +46,7 @@ FILLER = (
 
 
 def history_of(svc: LiveService) -> SessionHistory:
-    return svc.runtime.manager.runner.history
+    return svc.runtime.manager.pipeline.history
 
 
 async def post(svc: LiveService, session_id: str, content: str, status: int = 200) -> None:
@@ -134,7 +148,7 @@ async def play(
 
 def settings_for(make_settings: Any, name: str, **extra: Any) -> Any:
     return make_settings(
-        db_path=Path(make_settings().db_path).with_name(f"{name}.db"),
+        db_path=Path(make_settings().storage.db_path).with_name(f"{name}.db"),
         tools_file=FIXTURE_TOOLS,
         context_budget_tokens=1000,
         context_keep_turns=2,
@@ -252,3 +266,138 @@ async def test_a_turn_reads_only_the_messages_it_lacks(
     assert len(history) == 1
     assert (await service.client.delete(f"/v1/sessions/{session_id}")).status_code == 204
     assert len(history) == 0
+
+
+# -- keys in commit order: several writer connections on PostgreSQL ------------------------------
+
+
+@dataclass
+class OnPostgres:
+    db: PostgresDatabase
+    turns: TurnStore
+    messages: MessageStore
+    history: SessionHistory
+    session_id: str
+
+    async def next_turn(self, content: str) -> Turn:
+        accepted = await self.turns.accept(
+            SessionWriter(self.session_id),
+            tenant_id="t",
+            session_id=self.session_id,
+            content=content,
+            token_estimate=1,
+            client_message_id=None,
+            policy="enqueue",
+            max_queued=5,
+        )
+        assert accepted is not None
+        claimed = await self.turns.claim_next(SessionWriter(self.session_id), self.session_id)
+        assert claimed is not None
+        return claimed.turn
+
+    async def complete(self, turn: Turn, view: SessionView) -> None:
+        """End the turn as the runner does and keep its view for the next."""
+
+        def complete(tx: Tx) -> tuple[Message, Finished]:
+            final = complete_turn(
+                tx,
+                turn,
+                text=f"reply {turn.number}",
+                token_estimate=1,
+                model=None,
+                rounds=1,
+                prompt_tokens=0,
+                completion_tokens=0,
+            )
+            added = count_added(
+                tx, turn.session_id, after_turn=0, through_turn=turn.number, after_pk=view.watermark
+            )
+            return final, Finished({}, tx.now, added == 1)
+
+        final, finished = await self.turns.transact(SessionWriter(self.session_id), complete)
+        view.wrote(final)
+        self.history.keep(view, finished)
+
+    async def stored(self, through: int) -> list[str]:
+        rows = await self.messages.for_context(self.session_id, through_turn=through)
+        return [m.id for m in rows]
+
+
+@pytest.fixture
+async def on_postgres(pg_url: str) -> AsyncIterator[OnPostgres]:
+    db = PostgresDatabase(
+        pg_url, migrations_dir=PROJECT_ROOT / "migrations/postgres", write_connections=4
+    )
+    await db.open()
+    session = await SessionStore(db).create("t", "u", {})
+    messages = MessageStore(db)
+    yield OnPostgres(
+        db,
+        TurnStore(db),
+        messages,
+        SessionHistory(
+            messages,
+            SnapshotStore(db),
+            max_messages=1000,
+            max_sessions=10,
+            max_total_messages=10000,
+        ),
+        session.id,
+    )
+    await db.close()
+
+
+async def held_open_while(pg: OnPostgres, turn: Turn, meanwhile: Awaitable[T]) -> T:
+    """A write of the session from another writer connection (the watchdog's follow-up to
+    `turn`), held open after its INSERT while `meanwhile` runs: until that has committed, or
+    waits for a lock the held write has."""
+    inserted, go = threading.Event(), threading.Event()
+
+    def follow_up(tx: Tx) -> Message:
+        message = turn_message(tx, turn, "assistant", "are you still there?", 5)
+        inserted.set()
+        go.wait(10)
+        tx.emit(turn.session_id, "t", *events.message_completed(turn.id, message.id, "...", {}))
+        return message
+
+    held = asyncio.ensure_future(pg.turns.transact(another_lane(pg.db, pg.session_id), follow_up))
+    try:
+        assert await asyncio.to_thread(inserted.wait, 10)
+        running = asyncio.ensure_future(meanwhile)
+        await done_or_waiting_for_a_lock(pg.db, running)
+    finally:
+        go.set()
+    await held
+    return await running
+
+
+@pytest.mark.parametrize("meanwhile", ["the turn completes", "the customer writes"])
+async def test_a_message_committed_after_a_later_key_still_reaches_the_cached_view(
+    on_postgres: OnPostgres, meanwhile: str
+) -> None:
+    """Two writer connections add to one session: one draws a message key and stays open while
+    the other draws a larger one and commits, moving the cached view's watermark past the
+    first key (the running turn completes; or the customer's next message is accepted and its
+    turn opens the view). The first message must still reach the view when it commits: every
+    transaction that adds a session's message locks the session's row before it draws the key,
+    so the other waits for it and keys are drawn in commit order."""
+    pg = on_postgres
+    first = await pg.next_turn("hello")
+    await pg.complete(first, await pg.history.open(first))
+
+    async def customer_writes() -> tuple[Turn, SessionView]:
+        turn = await pg.next_turn("are you there?")
+        return turn, await pg.history.open(turn)
+
+    if meanwhile == "the customer writes":
+        second, view = await held_open_while(pg, first, customer_writes())
+        await pg.complete(second, view)
+    else:
+        second = await pg.next_turn("are you there?")
+        view = await pg.history.open(second)
+        await held_open_while(pg, first, pg.complete(second, view))
+
+    third = await pg.next_turn("thanks")
+    view = await pg.history.open(third)
+    assert pg.history.hits == 2  # (the cached view, not a rebuild)
+    assert [m.id for m in view.all_messages()] == await pg.stored(third.number)

@@ -51,7 +51,7 @@ async def test_a_text_reply_ends_the_turn_after_one_model_call(core: Core) -> No
     log = await core.log(turn.session_id)
     assert set(types(log, turn_id=turn.id)) == {"turn.started", "message.delta"}
     assert streamed_text(log) == "Hello, how can I help?"
-    assert [m.role for m in await core.history(turn.session_id)] == ["user"]  # the runner adds
+    assert [m.role for m in await core.history(turn.session_id)] == ["user"]  # the pipeline adds
 
 
 async def test_one_tool_round_feeds_the_result_back_to_the_model(core: Core) -> None:

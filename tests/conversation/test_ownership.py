@@ -17,10 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.conversation.claims import Claims
 from app.llm.testing import FakeLLMServer, Reply
 from app.principal import LOCAL
 from app.runtime import Runtime
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from app.testing import LiveService, read_events, serve
 from tests.conftest import new_session
 
@@ -142,10 +144,14 @@ async def test_a_session_whose_owner_stopped_renewing_is_taken_over(
             "max_queued": 10,
         }
         # Another process (on another machine) claimed a turn and then went silent.
-        stranded = await turns.accept(content="left running", **accept)
-        owned = await turns.claim_owned(session_id, owner="elsewhere:7:dead", ttl_s=1.0, fence=None)
+        stranded = await turns.accept(SessionWriter(session_id), content="left running", **accept)
+        owned = await Claims(turns).owned(
+            SessionWriter(session_id), owner="elsewhere:7:dead", ttl_s=1.0
+        )
         assert stranded is not None and owned.claimed is not None
-        waiting = await turns.accept(content="queued behind it", **accept)
+        waiting = await turns.accept(
+            SessionWriter(session_id), content="queued behind it", **accept
+        )
         assert waiting is not None
 
         interrupted = await finished(b.runtime, session_id, stranded.turn.id)
@@ -188,9 +194,10 @@ async def test_an_owner_that_lost_its_lease_mid_turn_writes_nothing_more(
         assert turn_id is not None
         # A hangs past its lease (here: the lease is let go under it); B's sweeper takes over.
         await a.runtime.conversation.turns.transact(
+            SessionWriter(session_id),
             lambda tx: tx.execute(
                 "UPDATE session_leases SET expires_at = 0 WHERE session_id = ?", (session_id,)
-            )
+            ),
         )
 
         turn = await finished(b.runtime, session_id, turn_id)
@@ -219,11 +226,12 @@ async def test_a_turn_whose_lease_is_taken_mid_turn_stops_as_taken_over_not_as_a
         # still running when B takes over: its next write meets the lost lease itself.
         leases = a.runtime.manager.leases
         assert leases is not None
-        leases.held.pop(session_id)
+        leases.owned.pop(session_id)
         await a.runtime.conversation.turns.transact(
+            SessionWriter(session_id),
             lambda tx: tx.execute(
                 "UPDATE session_leases SET expires_at = 0 WHERE session_id = ?", (session_id,)
-            )
+            ),
         )
         caplog.set_level("WARNING", logger="app.conversation.manager")
 

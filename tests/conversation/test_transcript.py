@@ -3,11 +3,24 @@ holds them, the stored ones where masking changed nothing, and nothing from a ma
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-from app.conversation.transcript import resume_point
+import pytest
+
+from app.conversation.emitter import TurnEmitter
+from app.conversation.transcript import StoredTranscript, resume_point
+from app.llm.gateway import RequestedToolCall
 from app.storage.records import Message, Turn
+from app.storage.session_writer import SessionWriter
+from app.storage.tx import Tx
+from app.tools.results import ToolResult
+from app.tools.shaping import Redactor
+from tests.conversation.test_emitter import Claimed, claimed_turn
+from tests.storage.batches import one_batch, submitted
 
 PHONE = "13912345678"
 
@@ -81,3 +94,42 @@ def test_a_resumed_turn_runs_real_arguments_or_none() -> None:
     assert "c_lost" not in pending
     assert "c_done" not in pending  # answered already
     assert resume.rounds_used == 1
+
+
+@pytest.fixture
+async def claimed(tmp_path: Path) -> AsyncIterator[Claimed]:
+    found = await claimed_turn(tmp_path / "hermes.db")
+    yield found
+    await found.db.close()
+
+
+async def test_a_transcript_knows_only_the_rows_that_committed(claimed: Claimed) -> None:
+    """The transcript learns the rows it stored from the transaction that carried them, after
+    that commits: an attempt of the batch that was rolled back leaves nothing behind. (Written
+    from the writer thread as each attempt ran, it kept a row of an attempt rolled back, when
+    the carrying write then failed.)"""
+    writes = TurnEmitter(claimed.turns, SessionWriter(claimed.turn.session_id), claimed.turn).writes
+    transcript = StoredTranscript(writes, claimed.turn, Redactor())
+    call = RequestedToolCall("c1", "lookup", "{}")
+    await transcript.tool_result(call, ToolResult.ok({"n": 1}))  # rides with the next write
+    runs = itertools.count()
+
+    def carrier(tx: Tx) -> None:
+        # Its second run fails, as one whose lease was taken over between the two would.
+        if next(runs):
+            raise RuntimeError("the lease moved")
+
+    def batchmate(tx: Tx) -> None:
+        raise ValueError("no")  # the batch runs again, each job in a savepoint
+
+    async with one_batch(claimed.db, writes.writer):
+        carried, failed = await submitted(
+            writes.now(carrier), claimed.turns.transact(writes.writer, batchmate)
+        )
+    with pytest.raises(RuntimeError):
+        await carried
+    with pytest.raises(ValueError):
+        await failed
+
+    stored = await claimed.db.fetchall("SELECT id FROM messages WHERE role = 'tool'")
+    assert stored == [] and transcript.written == []

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from app.conversation.understanding import DualChannel
+from app.conversation.understanding import Understander
 from app.nlu.testing import ScriptedParser
 from app.nlu.types import ParseResult
-from app.tools.spec import PythonHandler, ToolSpec
+from app.tools.spec import PythonHandler, Risk, ToolSpec
 
 
-def tool(name: str, intents: tuple[str, ...] = (), always_on: bool = False) -> ToolSpec:
+def tool(
+    name: str, intents: tuple[str, ...] = (), always_on: bool = False, risk: Risk = "read"
+) -> ToolSpec:
     return ToolSpec(
         name=name,
         description="x" * 20,
@@ -16,6 +18,7 @@ def tool(name: str, intents: tuple[str, ...] = (), always_on: bool = False) -> T
         handler=PythonHandler("m", "f"),
         intents=intents,
         always_on=always_on,
+        risk=risk,
     )
 
 
@@ -24,31 +27,38 @@ TOOLS = [
     tool("request_refund", ("refund_request",)),
     tool("get_current_time", always_on=True),
     tool("mcp__kb__search"),
+    tool("mcp__crm__write_note", risk="write"),
 ]
 
 
 def test_a_confident_intent_narrows_the_tools() -> None:
-    channel = DualChannel(ScriptedParser().on("where is it", "order_status", 0.9), 0.5)
+    channel = Understander(ScriptedParser().on("where is it", "order_status", 0.9), 0.5)
     understood = channel.understand("where is it")
     names = [t.name for t in channel.tools_for(TOOLS, understood)]
     assert names == ["query_order_status", "get_current_time"]
 
 
 def test_low_confidence_offers_everything() -> None:
-    channel = DualChannel(ScriptedParser().on("hmm", "order_status", 0.3), 0.5)
+    channel = Understander(ScriptedParser().on("hmm", "order_status", 0.3), 0.5)
     assert channel.tools_for(TOOLS, channel.understand("hmm")) == TOOLS
     assert channel.tools_for(TOOLS, None) == TOOLS
 
 
 def test_out_of_scope_offers_general_tools() -> None:
-    channel = DualChannel(ScriptedParser().on("weather?", "out_of_scope", 0.9), 0.5)
+    channel = Understander(ScriptedParser().on("weather?", "out_of_scope", 0.9), 0.5)
     names = [t.name for t in channel.tools_for(TOOLS, channel.understand("weather?"))]
+    assert names == ["get_current_time", "mcp__kb__search", "mcp__crm__write_note"]
+
+
+def test_a_question_about_a_rule_offers_no_write_tool() -> None:
+    channel = Understander(ScriptedParser().on("退货运费谁出", "policy_question", 0.9), 0.5)
+    names = [t.name for t in channel.tools_for(TOOLS, channel.understand("退货运费谁出"))]
     assert names == ["get_current_time", "mcp__kb__search"]
 
 
 def test_the_note_carries_this_turns_and_earlier_slots() -> None:
     parser = ScriptedParser().on("refund 120", "refund_request", 0.8, slots={"amount": "120.00"})
-    channel = DualChannel(parser, 0.5)
+    channel = Understander(parser, 0.5)
     note = channel.context_note(
         channel.understand("refund 120"), {"order_id": "202405201235", "amount": "99.00"}
     )
@@ -64,6 +74,6 @@ def test_a_failing_parser_does_not_stop_the_turn() -> None:
         def parse(self, text: str) -> ParseResult:
             raise RuntimeError("onnx went away")
 
-    channel = DualChannel(Broken(), 0.5)
+    channel = Understander(Broken(), 0.5)
     assert channel.understand("hello") is None
-    assert DualChannel(None, 0.5).understand("hello") is None
+    assert Understander(None, 0.5).understand("hello") is None

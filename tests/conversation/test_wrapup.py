@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.conversation.wrapup import contact_summary
+from app.conversation.wrapup import DISPOSITIONS, contact_summary
 from app.storage.handoffs import Handoff
 from app.storage.records import Message
 
@@ -90,3 +90,18 @@ def test_handoffs_and_the_agents_own_code_decide_the_disposition() -> None:
     assert handled["disposition"] == "handled_by_agent"
     own = summary(messages, handoffs=[handoff("closed", "key_a")], disposition="refund_promised")
     assert own["disposition"] == "refund_promised" and own["ended_by"] == "customer"
+
+
+def test_every_disposition_hermes_chooses_is_one_of_the_documented_codes() -> None:
+    asked_for = [asked("a person please", "human_handoff")]
+    chosen = {
+        summary([asked("hi", "greeting"), msg("assistant", "Hello.")])["disposition"],
+        summary([asked("hi", "greeting"), msg("assistant", "Which order?")], ended_by="idle")[
+            "disposition"
+        ],
+        summary([asked("x", "refund_request"), tool("request_refund", "error")])["disposition"],
+        summary([asked("x", "order_status"), tool("query_order_status", "success")])["disposition"],
+        summary(asked_for, handoffs=[handoff("expired", ticket="CB-1")])["disposition"],
+        summary(asked_for, handoffs=[handoff("released", claimed_by="key_a")])["disposition"],
+    }
+    assert chosen == set(DISPOSITIONS)

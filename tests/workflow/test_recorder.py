@@ -13,9 +13,11 @@ from app import events
 from app.conversation.emitter import TurnEmitter
 from app.events import EventType
 from app.llm.gateway import ModelReply, RequestedToolCall
+from app.storage.session_writer import SessionWriter
 from app.storage.steps import StepStore, TurnRef
-from app.tools.events import TurnEvents
+from app.tools.reports import TurnReports
 from app.tools.results import ToolResult
+from app.tools.shaping import Redactor
 from app.workflow.recorder import StepQueueFull, StepRecorder
 from tests.conversation.test_emitter import Claimed, claimed_turn
 
@@ -29,13 +31,14 @@ async def claimed(tmp_path: Path) -> AsyncIterator[Claimed]:
 
 def recorder(claimed: Claimed, max_depth: int = 50) -> tuple[StepRecorder, StepStore]:
     turn = claimed.turn
-    emitter = TurnEmitter(claimed.turns, turn)
+    emitter = TurnEmitter(claimed.turns, SessionWriter(turn.session_id), turn)
     store = StepStore(claimed.db, claimed.published.append)
     wrapped = StepRecorder(
         store,
         TurnRef(turn.tenant_id, turn.session_id, turn.id),
         emitter,
         max_depth,
+        Redactor(),
         writes=emitter.writes,
     )
     return wrapped, store
@@ -54,7 +57,7 @@ async def test_a_model_call_and_its_tools_become_steps_and_their_events_still_go
     claimed: Claimed,
 ) -> None:
     wrapped, store = recorder(claimed)
-    reports: TurnEvents = wrapped  # what the loop and the executor see
+    reports: TurnReports = wrapped  # what the loop and the executor see
     a, b = RequestedToolCall("a", "read_a", "{}"), RequestedToolCall("b", "read_b", "{}")
     await reports.model_started(0, "model", [], 2)
     reports.delta("thinking")

@@ -7,22 +7,29 @@ import re
 
 import pytest
 
-from app.conversation.budget import (
-    BudgetConfig,
+from app.conversation.window import (
     ContextTurn,
     ExtractiveSummarizer,
     ModelSummarizer,
+    WindowConfig,
     extractive_summary,
     fold,
     is_anchor,
     plan_context,
 )
 from app.llm.testing import Fail, Reply, ScriptedLLM
+from app.settings import ContextSettings, ModelSettings
 from app.text.tokens import estimate_message
 
 SYSTEM = "You are Hermes, a customer-service assistant."
 GOAL = "我要退掉订单 123456789012 里的耳机，并且退款到原支付方式"
 CONSTRAINT = "不要给我打电话，只发邮件"
+TEMPERATURE = ModelSettings().temperature_planning
+
+
+def window(**context: float) -> WindowConfig:
+    """The context budget with the default settings, changed by `context` (ContextSettings)."""
+    return WindowConfig.from_settings(ContextSettings(**context))
 
 
 def turn(n: int, user: str, *, tool_chars: int = 0, reply: str | None = None) -> ContextTurn:
@@ -63,7 +70,7 @@ def all_text(messages: list[dict]) -> str:
 
 def test_short_conversations_are_sent_whole():
     turns = [script(n) for n in range(1, 4)]
-    plan = plan_context(SYSTEM, GOAL, "", turns)
+    plan = plan_context(SYSTEM, GOAL, "", turns, config=window())
     assert not plan.summarize and not plan.fold and plan.pruned_tools == 0
     assert plan.messages[0] == {"role": "system", "content": SYSTEM}
     assert GOAL in plan.messages[1]["content"]
@@ -73,7 +80,7 @@ def test_short_conversations_are_sent_whole():
 
 
 async def test_goal_and_constraint_survive_forty_turns_and_budgets_hold():
-    cfg = BudgetConfig(budget_tokens=4000, keep_turns=6)
+    cfg = window(budget_tokens=4000, keep_turns=6)
     summarizer = ExtractiveSummarizer()
     summary, version, watermark = "", 0, 0
     pending: list[ContextTurn] = []
@@ -110,7 +117,7 @@ async def test_goal_and_constraint_survive_forty_turns_and_budgets_hold():
 
 
 def test_old_tool_output_is_pruned_before_any_turn_is_dropped():
-    cfg = BudgetConfig(budget_tokens=6000, keep_turns=2, compress_at=0.85)
+    cfg = window(budget_tokens=6000, keep_turns=2, compress_at=0.85)
     turns = [turn(n, f"第{n}个问题", tool_chars=4000) for n in range(1, 7)]
     plan = plan_context(SYSTEM, GOAL, "", turns, config=cfg)
     assert plan.usage > 1.0 and plan.summarize and plan.pruned_tools > 0 and plan.dropped == ()
@@ -128,7 +135,7 @@ def test_old_tool_output_is_pruned_before_any_turn_is_dropped():
 
 
 def test_without_a_fold_old_turns_are_left_out_anchors_and_neighbours_last():
-    cfg = BudgetConfig(budget_tokens=2000, keep_turns=2)
+    cfg = window(budget_tokens=2000, keep_turns=2)
     turns = [turn(n, f"普通问题{n}" + "。" * 200) for n in range(1, 11)]
     turns[4] = turn(5, "下周三之前必须送到" + "。" * 200)
     plan = plan_context(SYSTEM, GOAL, "", turns, config=cfg)
@@ -140,7 +147,7 @@ def test_without_a_fold_old_turns_are_left_out_anchors_and_neighbours_last():
 
 
 def test_the_fold_stops_before_anchors_when_that_is_enough():
-    cfg = BudgetConfig(budget_tokens=2400, keep_turns=2)
+    cfg = window(budget_tokens=2400, keep_turns=2)
     turns = [turn(n, f"普通问题{n}" + "。" * 150) for n in range(1, 9)]
     turns[4] = turn(5, "不要用中通" + "。" * 150)
     plan = plan_context(SYSTEM, GOAL, "", turns, config=cfg)
@@ -150,7 +157,7 @@ def test_the_fold_stops_before_anchors_when_that_is_enough():
 
 
 def test_urgent_when_the_window_is_past_compress_at():
-    cfg = BudgetConfig(budget_tokens=2000, keep_turns=1)
+    cfg = window(budget_tokens=2000, keep_turns=1)
     turns = [turn(n, "问题" + "。" * 400) for n in range(1, 6)]
     plan = plan_context(SYSTEM, None, "", turns, config=cfg, summary_version=4)
     assert plan.usage >= 0.85 and plan.summarize and plan.urgent
@@ -158,7 +165,7 @@ def test_urgent_when_the_window_is_past_compress_at():
 
 
 def test_last_resort_stubs_recent_tool_output_but_never_the_current_turn():
-    cfg = BudgetConfig(budget_tokens=2000, keep_turns=3)
+    cfg = window(budget_tokens=2000, keep_turns=3)
     turns = [turn(n, f"问题{n}", tool_chars=2500) for n in range(1, 4)]
     plan = plan_context(SYSTEM, GOAL, "", turns, config=cfg)
     tools = [m for m in plan.messages if m["role"] == "tool"]
@@ -168,7 +175,7 @@ def test_last_resort_stubs_recent_tool_output_but_never_the_current_turn():
 
 def test_extra_system_messages_count_and_are_kept():
     memory = {"role": "system", "content": "[Memory about this user] ..."}
-    plan = plan_context(SYSTEM, GOAL, "earlier", [script(1)], extra=[memory])
+    plan = plan_context(SYSTEM, GOAL, "earlier", [script(1)], config=window(), extra=[memory])
     assert plan.messages[3] == memory and "earlier" in plan.messages[2]["content"]
 
 
@@ -184,25 +191,29 @@ def test_extractive_summary_is_bounded_and_keeps_anchors_longest():
 
 
 def test_fold_needs_something_to_fold():
-    plan = plan_context(SYSTEM, GOAL, "", [script(1)])
+    plan = plan_context(SYSTEM, GOAL, "", [script(1)], config=window())
     with pytest.raises(ValueError):
         import asyncio
 
-        asyncio.run(fold(plan, "", [script(1)], ExtractiveSummarizer()))
+        asyncio.run(fold(plan, "", [script(1)], ExtractiveSummarizer(), window()))
 
 
 async def test_model_summarizer_uses_the_model_and_falls_back_offline():
     turns = [turn(1, GOAL), turn(2, CONSTRAINT)]
     model = ScriptedLLM(Reply("用户要退耳机并退款；不要打电话，只发邮件。"))
-    text = await ModelSummarizer(model).summarize("", turns, max_tokens=300, version=1)
+    text = await ModelSummarizer(model, TEMPERATURE).summarize("", turns, max_tokens=300, version=1)
     assert text == "Summary v1 (model, through turn 2):\n用户要退耳机并退款；不要打电话，只发邮件。"
     request = model.requests[0]
     assert request.tools is None and CONSTRAINT in request.messages[-1]["content"]
     failing = ScriptedLLM(Fail(503, "down"))
-    text = await ModelSummarizer(failing).summarize("", turns, max_tokens=300, version=1)
+    text = await ModelSummarizer(failing, TEMPERATURE).summarize(
+        "", turns, max_tokens=300, version=1
+    )
     assert text.startswith("Summary v1 (extractive") and CONSTRAINT in text
     verbose = ScriptedLLM(Reply("很长的总结" * 500))
-    text = await ModelSummarizer(verbose).summarize("", turns, max_tokens=300, version=1)
+    text = await ModelSummarizer(verbose, TEMPERATURE).summarize(
+        "", turns, max_tokens=300, version=1
+    )
     assert text.startswith("Summary v1 (extractive")
 
 
@@ -224,7 +235,7 @@ async def test_a_model_summary_carries_its_scope_so_the_tenants_masking_applies(
     turns = [turn(1, f"请打 {phone} 联系我"), turn(2, CONSTRAINT)]
     model = ScriptedLLM()
     policy = MaskingPolicy.of("off", {"acme": "pseudonymise"}, KINDS)
-    summarizer = ModelSummarizer(MaskedModel(model, policy))
+    summarizer = ModelSummarizer(MaskedModel(model, policy), TEMPERATURE)
     scope = {"tenant_id": "acme", "session_id": "ses_1"}
     await summarizer.summarize("", turns, max_tokens=300, version=1, scope=scope)
     sent = model.requests[0]

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from app import events
-from app.conversation.events import EventBus, Follower
+from app.conversation.bus import EventBus, Follower
 from app.events import EventType
 from app.settings import PROJECT_ROOT
-from app.storage.events import EventStore
+from app.storage.event_log import EventStore
 from app.storage.port import Database
 from app.storage.records import Event
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.sqlite import SqliteDatabase
 from app.storage.turns import TurnStore
@@ -46,7 +47,9 @@ class Log:
                 for label in labels
             ]
 
-        return await (self.loud if publish else self.quiet).transact(emit)
+        return await (self.loud if publish else self.quiet).transact(
+            SessionWriter(self.session_id), emit
+        )
 
     def follow(self, after: int, *, keepalive_s: float = DEADLINE_S, **kw: object) -> Follower:
         return Follower(
@@ -187,17 +190,18 @@ async def test_a_finished_turns_holes_neither_loop_nor_lose_an_event(log: Log) -
         return lambda tx: tx.emit(log.session_id, TENANT, *events.message_delta(turn.id, text)).seq
 
     live_one = log.follow(after=1)
-    await log.loud.transact(delta("one "))  # 3
+    await log.loud.transact(SessionWriter(log.session_id), delta("one "))  # 3
     mid_turn = log.follow(after=3)  # reconnected after the first delta
-    await log.loud.transact(delta("two "))  # 4
+    await log.loud.transact(SessionWriter(log.session_id), delta("two "))  # 4
     followers = [live_one, mid_turn]
     try:
         assert await take(live_one, 3) == [2, 3, 4]
         assert await take(mid_turn, 1) == [4]
         # Stored but never heard here (another process's message that Redis lost): the next
         # live event shows the gap, and by then the log has a hole where it was.
-        await log.quiet.transact(delta("three"))  # 5
+        await log.quiet.transact(SessionWriter(log.session_id), delta("three"))  # 5
         await turns.complete(
+            SessionWriter(turn.session_id),
             turn,
             text="one two three",
             token_estimate=3,

@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 
 from app.conversation.loop import TurnOutcome
+from app.conversation.turn import pipeline as pipeline_module
 from app.demo.fixtures import LI_LEI, SHIPPED_ORDER
 from app.errors import UpstreamLLMError
 from app.llm.testing import Fail, FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.principal import LOCAL
+from app.storage.fence import Fence, LeaseLost
+from app.storage.leases import LeaseStore
 from app.storage.port import DbCounts
 from app.storage.records import Turn
+from app.storage.session_writer import SessionWriter
 from app.testing import LiveService, serve
 from tests.conftest import new_session
 from tests.conversation.core import RAN, SYSTEM_PROMPT, Core, open_core, types
@@ -125,14 +129,16 @@ async def test_an_order_status_turn_costs_a_bounded_number_of_writes_reads_and_e
         assert within(cost, ORDER_STATUS), cost
 
 
-# -- in-process: the runner on the turn core, no socket (tests/conversation/core.py) ---------
+# -- in-process: the pipeline on the turn core, no socket (tests/conversation/core.py) ------
 
 
 async def run_turn(core: Core, session_id: str, text: str) -> tuple[Turn, TurnOutcome]:
     await core.accept(session_id, text)
-    claimed = await core.turns.claim_next(session_id)
+    claimed = await core.turns.claim_next(SessionWriter(session_id), session_id)
     assert claimed is not None
-    outcome = await core.runner.run(claimed.turn, claimed.user_id)
+    outcome = await core.pipeline.run(
+        SessionWriter(claimed.turn.session_id), claimed.turn, claimed.user_id
+    )
     stored = await core.turns.get(session_id, claimed.turn.id)
     assert stored is not None
     return stored, outcome
@@ -207,11 +213,13 @@ async def test_a_failing_model_leaves_the_turn_to_its_manager_with_its_records_k
     ) as core:
         session_id = await core.new_session()
         await core.accept(session_id, "note this")
-        claimed = await core.turns.claim_next(session_id)
+        claimed = await core.turns.claim_next(SessionWriter(session_id), session_id)
         assert claimed is not None
 
         with pytest.raises(UpstreamLLMError):
-            await core.runner.run(claimed.turn, claimed.user_id)
+            await core.pipeline.run(
+                SessionWriter(claimed.turn.session_id), claimed.turn, claimed.user_id
+            )
 
         turn = await core.turns.get(session_id, claimed.turn.id)
         assert turn is not None and turn.status == "running"  # the manager fails it
@@ -219,17 +227,23 @@ async def test_a_failing_model_leaves_the_turn_to_its_manager_with_its_records_k
         assert [m.role for m in await core.history(session_id)] == ["user", "assistant", "tool"]
 
         # Resumed from the failed model step: the note is not written again.
-        await core.turns.fail(claimed.turn, "llm_unavailable", "down")
+        await core.turns.fail(
+            SessionWriter(claimed.turn.session_id), claimed.turn, "llm_unavailable", "down"
+        )
         steps = await core.steps.for_session(LOCAL.tenant_id, session_id, claimed.turn.id)
         failed = [s for s in steps if s.status == "failed"]
         assert [s.action_type for s in failed] == ["generate_response"]
-        reopened = await core.turns.reopen(claimed.turn, failed[0].id)
+        reopened = await core.turns.reopen(
+            SessionWriter(claimed.turn.session_id), claimed.turn, failed[0].id
+        )
         assert reopened is not None
         core.model.enqueue(Reply("Noted."))
-        again = await core.turns.claim_next(session_id)
+        again = await core.turns.claim_next(SessionWriter(session_id), session_id)
         assert again is not None
 
-        outcome = await core.runner.run(again.turn, again.user_id)
+        outcome = await core.pipeline.run(
+            SessionWriter(again.turn.session_id), again.turn, again.user_id
+        )
 
         assert (outcome.text, outcome.rounds) == ("Noted.", 1)
         assert RAN == [("save_note", {"text": "once"})]
@@ -238,7 +252,7 @@ async def test_a_failing_model_leaves_the_turn_to_its_manager_with_its_records_k
 
 
 async def eventually_stored(core: Core, session_id: str, count: int) -> None:
-    """A failed turn's held writes go out on their own, without being awaited."""
+    """A failed turn's deferred writes go out on their own, without being awaited."""
     deadline = time.monotonic() + 5
     while len(await core.history(session_id)) < count:
         assert time.monotonic() < deadline
@@ -274,3 +288,43 @@ async def test_history_and_snapshot_after_several_turns(tmp_path: Path) -> None:
         assert [s["turn"] for s in snapshot.completed_steps] == [2]
         stored = await core.history(session_id)
         assert [m.turn_number for m in stored] == [1, 1, 2, 2, 2, 2, 3, 3]
+
+
+async def test_the_turn_path_drawn_in_the_pipeline_is_the_one_assembled(tmp_path: Path) -> None:
+    """The docstring of app/conversation/turn/pipeline.py names the stages in the order the
+    turn core is assembled with; the picture stays true."""
+    drawn = [
+        name
+        for line in (pipeline_module.__doc__ or "").splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+        for name in line.split("  ")[1].split(", ")
+    ]
+    async with open_core(tmp_path) as core:
+        assembled = [type(stage).__name__ for stage in core.pipeline.stages]
+    assert drawn == ["TurnOpening", *assembled]
+
+
+async def test_the_writer_it_is_handed_fences_every_write_of_the_turn(tmp_path: Path) -> None:
+    """The pipeline writes with the handle its worker passes in: under a lease another owner
+    has taken over since, the turn writes nothing (`LeaseLost`); under the lease held now, the
+    same turn completes."""
+    async with open_core(tmp_path, Reply("Hi!", chunks=1)) as core:
+        session_id = await core.new_session()
+        leases = LeaseStore(core.db)
+        assert await leases.acquire(session_id, "owner-a", 30) == 1
+        stale = Fence(session_id, "owner-a", 1)
+        await leases.release(stale)
+        assert await leases.acquire(session_id, "owner-b", 30) == 2  # taken over
+        await core.accept(session_id, "hello")
+        claimed = await core.turns.claim_next(SessionWriter(session_id), session_id)
+        assert claimed is not None
+        before = await core.log(session_id)
+
+        with pytest.raises(LeaseLost):
+            await core.pipeline.run(SessionWriter(session_id, stale), claimed.turn, "u1")
+
+        assert await core.log(session_id) == before
+        assert [m.role for m in await core.history(session_id)] == ["user"]
+        held = SessionWriter(session_id, Fence(session_id, "owner-b", 2))
+        outcome = await core.pipeline.run(held, claimed.turn, "u1")
+        assert outcome.text == "Hi!"

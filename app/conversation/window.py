@@ -16,10 +16,11 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from app.llm.gateway import ChatModel, ModelRequest, collect
 from app.llm.messages import ChatMessage, ToolMessage
+from app.settings import ContextSettings
 from app.text.tokens import estimate_message, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -41,21 +42,22 @@ _ANCHOR = re.compile(
 
 
 @dataclass(frozen=True)
-class BudgetConfig:
-    budget_tokens: int = 32000
-    keep_turns: int = 6
-    summarize_at: float = 0.6
-    compress_at: float = 0.85
+class WindowConfig:
+    budget_tokens: int
+    keep_turns: int
+    summarize_at: float
+    compress_at: float
+    # Not settings: tuned constants, whose defaults are their only ones.
     summary_share: float = 0.15  # the summary may use at most this share of the budget
     stub_chars: int = 80
 
     @classmethod
-    def from_settings(cls, settings: Any) -> BudgetConfig:
+    def from_settings(cls, settings: ContextSettings) -> WindowConfig:
         return cls(
-            budget_tokens=settings.context_budget_tokens,
-            keep_turns=settings.context_keep_turns,
-            summarize_at=settings.context_summarize_at,
-            compress_at=settings.context_compress_at,
+            budget_tokens=settings.budget_tokens,
+            keep_turns=settings.keep_turns,
+            summarize_at=settings.summarize_at,
+            compress_at=settings.compress_at,
         )
 
     @property
@@ -160,17 +162,16 @@ def plan_context(
     turns: Sequence[ContextTurn],
     *,
     summary_version: int = 0,
-    config: BudgetConfig | None = None,
+    config: WindowConfig,
     extra: Sequence[ChatMessage] = (),
 ) -> ContextPlan:
     """Plan one model call. `turns` are those not yet folded into `summary`, oldest first;
     `extra` are further messages that must go in: system notes (NLU) and the recalled-memory
     block (a `user` message of quoted data); they are not turns and never count as one."""
-    cfg = config or BudgetConfig()
-    budget = cfg.budget_tokens
+    budget = config.budget_tokens
     fixed = fixed_messages(system_prompt, goal, summary, extra)
     fixed_tokens = sum(estimate_message(m) for m in fixed)
-    keep = min(cfg.keep_turns, len(turns))
+    keep = min(config.keep_turns, len(turns))
     older, recent = list(turns[: len(turns) - keep]), list(turns[len(turns) - keep :])
     kept_tokens = sum(t.tokens for t in older)
     recent_tokens = sum(t.tokens for t in recent)
@@ -181,17 +182,17 @@ def plan_context(
     protected = {j for i in anchors for j in (i - 1, i, i + 1) if 0 <= j < len(turns)}
 
     folding: list[ContextTurn] = []
-    if usage >= cfg.summarize_at and older:
+    if usage >= config.summarize_at and older:
         prefix = []
         for i, turn in enumerate(older):
             if i in protected:
                 break
             prefix.append(turn)
         left = full - sum(t.tokens for t in prefix)
-        folding = prefix if prefix and left < cfg.summarize_at * budget else older
+        folding = prefix if prefix and left < config.summarize_at * budget else older
 
     # Shape what goes out now: stub old tool output, then leave out old turns, anchors last.
-    target = cfg.compress_at * budget
+    target = config.compress_at * budget
     kept = dict(enumerate(older))
     pruned = 0
 
@@ -199,7 +200,7 @@ def plan_context(
         if fixed_tokens + kept_tokens + recent_tokens <= target:
             break
         before = kept[i].tokens
-        kept[i], n = _stubbed(kept[i], cfg.stub_chars)
+        kept[i], n = _stubbed(kept[i], config.stub_chars)
         kept_tokens += kept[i].tokens - before
         pruned += n
     for pass_protected in (False, True):
@@ -211,7 +212,7 @@ def plan_context(
     if fixed_tokens + kept_tokens + recent_tokens > budget:
         # Last resort: stub tool output in recent turns but the current one.
         for j in range(len(recent) - 1):
-            recent[j], n = _stubbed(recent[j], cfg.stub_chars)
+            recent[j], n = _stubbed(recent[j], config.stub_chars)
             pruned += n
         recent_tokens = sum(t.tokens for t in recent)
     messages = fixed + [m for i in sorted(kept) for m in kept[i].messages]
@@ -224,7 +225,7 @@ def plan_context(
         budget=budget,
         usage=usage,
         summarize=bool(folding),
-        urgent=bool(folding) and usage >= cfg.compress_at,
+        urgent=bool(folding) and usage >= config.compress_at,
         fold=tuple(t.number for t in folding),
         summary_version=summary_version + 1 if folding else summary_version,
         anchors=tuple(turns[i].number for i in anchors),
@@ -317,7 +318,7 @@ class ModelSummarizer:
     """Summarises with the configured model (through the `ChatModel` seam); any failure, an
     empty answer or one over the cap falls back to the extractive summary."""
 
-    def __init__(self, model: ChatModel, temperature: float = 0.2) -> None:
+    def __init__(self, model: ChatModel, temperature: float) -> None:
         self.model = model
         self.temperature = temperature
 
@@ -365,16 +366,19 @@ async def fold(
     summary: str,
     turns: Sequence[ContextTurn],
     summarizer: Summarizer,
-    config: BudgetConfig | None = None,
+    config: WindowConfig,
     scope: Mapping[str, str] | None = None,
 ) -> Folded:
     """Apply a plan's fold: the new summary, its version, the watermark, the turns left."""
     if not plan.fold:
         raise ValueError("this plan folds nothing")
-    cfg = config or BudgetConfig()
     folding = [t for t in turns if t.number in plan.fold]
     text = await summarizer.summarize(
-        summary, folding, max_tokens=cfg.summary_tokens, version=plan.summary_version, scope=scope
+        summary,
+        folding,
+        max_tokens=config.summary_tokens,
+        version=plan.summary_version,
+        scope=scope,
     )
     through = max(plan.fold)
     return Folded(text, plan.summary_version, through, [t for t in turns if t.number > through])

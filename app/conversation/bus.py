@@ -10,7 +10,7 @@ starting, a broken connection), so the relay can ask the followers of a session 
 read the log once more. Every loss is then either a gap the next event reveals or a recheck.
 
 The log itself has holes: a completed turn's superseded events are deleted at its end
-(`app.storage.events.drop_superseded`), so a live event after a gap may be followed in the log
+(`app.storage.event_log.drop_superseded`), so a live event after a gap may be followed in the log
 by fewer events than were published. Reading the log still moves a follower past the event
 that showed the gap: either that event is stored, or it was deleted by the transaction that
 stored the turn's final events after it. So a gap never loops, and what the log no longer

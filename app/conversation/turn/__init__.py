@@ -1,0 +1,1 @@
+"""One turn, stage by stage: the path is in pipeline.py."""
