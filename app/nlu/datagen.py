@@ -127,7 +127,9 @@ def generate(spec: dict[str, Any], seed: int | None = None) -> list[Example]:
         by_lang = spec["templates"][intent]
         seen: set[str] = set()
         attempts = 0
-        while len(seen) < spec["per_intent"] and attempts < spec["per_intent"] * 50:
+        # An intent with many topics (policy_question) can ask for more examples than the rest.
+        wanted = spec.get("per_intent_of", {}).get(intent, spec["per_intent"])
+        while len(seen) < wanted and attempts < wanted * 50:
             attempts += 1
             lang = "en" if rng.random() < spec["en_share"] else "zh"
             example = render(rng.choice(by_lang[lang]), lang, rng, pools)

@@ -7,7 +7,6 @@ inline as `[surface](slot)` or `[surface](slot=value)`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -125,7 +124,3 @@ def read_test_set(path: Path) -> EvalSet:
             if line.strip():
                 examples.append(parse_markup(line.strip(), intent))
     return EvalSet(raw["today"], examples)
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,6 +1,6 @@
 """`NLUPipeline`: load a model directory once, then `parse(text) -> ParseResult`.
 
-    nlu = NLUPipeline.load(settings.nlu_model_dir)     # in the lifespan
+    nlu = NLUPipeline.load(settings.nlu.model_dir)     # in the lifespan
     result = nlu.parse("I want a refund of 120 yuan for order 202405201235")
     nlu.close()
 

@@ -18,14 +18,14 @@ from app.nlu.types import INTENTS, IntentScore, ParseResult, Slot
 from app.text.language import detect_language
 
 SlotsArg = Mapping[str, str] | Sequence[Slot]
-_Answer = tuple[str, float, SlotsArg, str | None]
+_Answer = tuple[str, float, SlotsArg, str | None, str | None]  # ..., language, runner-up
 
 
 class ScriptedParser:
     def __init__(self, default_intent: str = "out_of_scope", default_confidence: float = 0.0):
         self._by_text: dict[str, _Answer] = {}
         self._queue: deque[_Answer] = deque()
-        self._default: _Answer = (_known(default_intent), default_confidence, {}, None)
+        self._default: _Answer = (_known(default_intent), default_confidence, {}, None, None)
         self.calls: list[str] = []
 
     def on(
@@ -35,9 +35,11 @@ class ScriptedParser:
         confidence: float = 0.95,
         slots: SlotsArg = (),
         language: str | None = None,
+        runner_up: str | None = None,
     ) -> ScriptedParser:
-        """Answer `text` (exactly) with this intent every time it is parsed."""
-        self._by_text[text] = (_known(intent), confidence, slots, language)
+        """Answer `text` (exactly) with this intent every time it is parsed; `runner_up` is the
+        second intent of the ranking (by default the first other label)."""
+        self._by_text[text] = (_known(intent), confidence, slots, language, runner_up)
         return self
 
     def enqueue(
@@ -48,18 +50,20 @@ class ScriptedParser:
         language: str | None = None,
     ) -> ScriptedParser:
         """Answer the next parse of any text not scripted with `on`."""
-        self._queue.append((_known(intent), confidence, slots, language))
+        self._queue.append((_known(intent), confidence, slots, language, None))
         return self
 
     def parse(self, text: str) -> ParseResult:
         self.calls.append(text)
         if text in self._by_text:
-            intent, confidence, slots, language = self._by_text[text]
+            intent, confidence, slots, language, runner_up = self._by_text[text]
         elif self._queue:
-            intent, confidence, slots, language = self._queue.popleft()
+            intent, confidence, slots, language, runner_up = self._queue.popleft()
         else:
-            intent, confidence, slots, language = self._default
-        others = [name for name in INTENTS if name != intent][:2]
+            intent, confidence, slots, language, runner_up = self._default
+        others = [name for name in INTENTS if name not in (intent, runner_up)][:2]
+        if runner_up is not None:
+            others = [_known(runner_up), others[0]]
         rest = max(0.0, 1.0 - confidence) / 2
         return ParseResult(
             text=text,

@@ -18,6 +18,9 @@ INTENTS: tuple[str, ...] = (
     "goodbye",
     "out_of_scope",
     "email_request",  # "email me the receipt at ...": send something, not a contact change
+    # "how long does a refund take?", "退货运费谁出": a question about a rule, answered, never
+    # acted on (issue 27); "I want a refund for order ..." is refund_request.
+    "policy_question",
 )
 
 SLOTS: tuple[str, ...] = (
