@@ -1,0 +1,1 @@
+"""The call centre's own documents: parsed, chunked, stored and searched."""

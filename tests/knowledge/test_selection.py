@@ -1,0 +1,28 @@
+"""The candidate query's terms: weighed by the tenant's document frequencies, and the commonest
+left out only while together they could not carry a passage to the threshold."""
+
+from __future__ import annotations
+
+from app.knowledge.scoring import CALIBRATION, Term, idf
+from app.knowledge.selection import needed, weighed
+from app.knowledge.store import Wanted
+
+
+def test_a_term_weighs_its_idf_and_a_glossary_term_its_most_common_form() -> None:
+    terms = [Term((("refund",), ("money", "back"))), Term((("alipay",),)), Term((("bitcoin",),))]
+    frequencies = {"": 100, "refund": 30, "money": 50, "back": 20, "alipay": 2}
+
+    wanted = weighed(terms, frequencies)
+
+    assert [w.forms for w in wanted] == [terms[0].forms, terms[1].forms]  # bitcoin: no chunk
+    assert [w.weight for w in wanted] == [idf(30, 100), idf(2, 100)]
+
+
+def test_the_commonest_terms_are_dropped_only_while_they_cannot_reach_the_threshold() -> None:
+    common, middling, rare = (Wanted(((u,),), w) for u, w in (("a", 1.0), ("b", 2.0), ("c", 7.0)))
+    share = 0.55 ** (1 / CALIBRATION)  # ~0.45 of the whole (10.0)
+
+    assert share * 10 > 3.0  # a chunk with only a and b covers 0.3: it cannot pass
+    assert needed([common, middling, rare], 0.55) == [rare]
+    assert needed([common, middling, rare], 0.2) == [middling, rare]  # a and b: 0.3 could pass
+    assert needed([], 0.55) == []
