@@ -207,11 +207,19 @@ def _return(row: sqlite3.Row) -> Return:
     return Return(row["id"], row["order_id"], row["status"], row["label_url"], row["created_at"])
 
 
-def request_return(
-    conn: sqlite3.Connection, actor: Actor, *, order_id: str, reason: str | None
-) -> Return:
-    if (row := replayed(conn, "returns", actor)) is not None:
-        return _return(row)
+def return_refusal(conn: sqlite3.Connection, actor: Actor, *, order_id: str) -> DemoError | None:
+    """Why `request_return` would refuse this return now, or None: asked before the customer
+    is asked to confirm a return the backend would then refuse."""
+    if replayed(conn, "returns", actor) is not None:
+        return None
+    try:
+        _returnable(conn, actor, order_id)
+    except DemoError as exc:
+        return exc
+    return None
+
+
+def _returnable(conn: sqlite3.Connection, actor: Actor, order_id: str) -> None:
     order = _own_order(conn, actor, order_id)
     if order["status"] != "delivered":
         raise DemoError(
@@ -227,6 +235,14 @@ def request_return(
             "return_already_requested",
             f"return {open_return['id']} already exists for order {order_id}",
         )
+
+
+def request_return(
+    conn: sqlite3.Connection, actor: Actor, *, order_id: str, reason: str | None
+) -> Return:
+    if (row := replayed(conn, "returns", actor)) is not None:
+        return _return(row)
+    _returnable(conn, actor, order_id)
     seq, return_id = _next_id(conn, "returns", "RT")
     conn.execute(
         "INSERT INTO returns (seq, id, order_id, customer_id, reason, status, label_url,"

@@ -2,7 +2,7 @@
 (app/tools/deps.py), listed in tools.yaml as `app.demo.backend:SHOP`.
 
     async with open_shop(settings) as shop:   # ShopBackend(store, mailer)
-        executor = ToolExecutor(registry, deps=Dependencies({ShopBackend: shop}))
+        deps = Dependencies({ShopBackend: shop})   # the executor's `deps` (app/runtime/)
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ async def open_shop(
     settings: Settings, *, mailer: Mailer | None = None
 ) -> AsyncIterator[ShopBackend]:
     """Create the demo file if it is missing (never overwrite it), open it for the block."""
-    await asyncio.to_thread(ensure, settings.demo_db_path)
-    store = await DemoStore(settings.demo_db_path, tenants=settings.demo_tenants).open()
+    await asyncio.to_thread(ensure, settings.demo.db_path)
+    store = await DemoStore(settings.demo.db_path, tenants=settings.demo.tenants).open()
     try:
         yield ShopBackend(
-            store, mailer if mailer is not None else SmtpMailer(SmtpConfig.from_settings(settings))
+            store,
+            mailer if mailer is not None else SmtpMailer(SmtpConfig.from_settings(settings.demo)),
         )
     finally:
         await store.close()

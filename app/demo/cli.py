@@ -33,7 +33,7 @@ def run_demo_data(args: argparse.Namespace) -> int:
         from app.settings import load_settings
 
         try:
-            path = load_settings().demo_db_path
+            path = load_settings().demo.db_path
         except ConfigError as exc:
             print(f"hermes: {exc}", file=sys.stderr)
             return 2

@@ -20,9 +20,6 @@ DELIVERED_ORDER = "202405201235"  # cust_0001, delivered, 89.00 CNY
 DELIVERED_TRACKING = "JD001234567890"
 FOREIGN_ORDER = "202405209999"  # cust_0002, paid: cust_0001 must be told it does not exist
 
-FIXTURE_CUSTOMERS = (LI_LEI, HAN_MEIMEI)
-FIXTURE_ORDERS = (SHIPPED_ORDER, DELIVERED_ORDER, FOREIGN_ORDER)
-
 
 def _at(day: int, hour: int, minute: int = 0) -> datetime:
     return datetime(2024, 5, day, hour, minute, tzinfo=CST)

@@ -14,7 +14,7 @@ from email.utils import formatdate
 from typing import Protocol
 
 from app.errors import InternalError
-from app.settings import Settings
+from app.settings import DemoSettings
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class SmtpConfig:
     timeout_s: float
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SmtpConfig:
+    def from_settings(cls, settings: DemoSettings) -> SmtpConfig:
         return cls(
             settings.smtp_host, settings.smtp_port, settings.smtp_from, settings.smtp_timeout_s
         )

@@ -1,8 +1,8 @@
 """Async access to the demo backend for tool handlers.
 
 Built on `app.storage.sqlite.Database`: every write goes through its single writer thread
-(checks and changes in one transaction), reads use its aiosqlite connections; nothing here
-blocks the event loop.
+(checks and changes in one transaction; a write of the demo backend belongs to no Hermes
+session: `NO_SESSION`), reads use its aiosqlite connections; nothing here blocks the event loop.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from app.demo.records import (
     TrackingEvent,
 )
 from app.demo.world import CST, iso
+from app.storage.session_writer import NO_SESSION
 from app.storage.sqlite import SqliteDatabase
 
 
@@ -197,9 +198,10 @@ class DemoStore:
     ) -> Ticket:
         self._admit(actor)
         return await self.db.write(
+            NO_SESSION,
             lambda c: actions.create_ticket(
                 c, actor, category=category, summary=summary, priority=priority, order_id=order_id
-            )
+            ),
         )
 
     async def request_refund(
@@ -207,9 +209,10 @@ class DemoStore:
     ) -> Refund:
         self._admit(actor, order_id)
         return await self.db.write(
+            NO_SESSION,
             lambda c: actions.request_refund(
                 c, actor, order_id=order_id, amount_cents=amount_cents, reason=reason
-            )
+            ),
         )
 
     async def refund_refusal(
@@ -220,23 +223,36 @@ class DemoStore:
         if not self.owns(actor.tenant_id):
             return order_not_found(order_id)
         return await self.db.write(
-            lambda c: actions.refund_refusal(c, actor, order_id=order_id, amount_cents=amount_cents)
+            NO_SESSION,
+            lambda c: actions.refund_refusal(
+                c, actor, order_id=order_id, amount_cents=amount_cents
+            ),
+        )
+
+    async def return_refusal(self, actor: Actor, *, order_id: str) -> DemoError | None:
+        """Why `request_return` would refuse this return now, or None; changes nothing."""
+        if not self.owns(actor.tenant_id):
+            return order_not_found(order_id)
+        return await self.db.write(
+            NO_SESSION, lambda c: actions.return_refusal(c, actor, order_id=order_id)
         )
 
     async def request_return(self, actor: Actor, *, order_id: str, reason: str | None) -> Return:
         self._admit(actor, order_id)
         return await self.db.write(
-            lambda c: actions.request_return(c, actor, order_id=order_id, reason=reason)
+            NO_SESSION, lambda c: actions.request_return(c, actor, order_id=order_id, reason=reason)
         )
 
     async def reset_password(self, actor: Actor, *, phone: str) -> PasswordReset:
         self._admit(actor)
-        return await self.db.write(lambda c: account.reset_password(c, actor, phone=phone))
+        return await self.db.write(
+            NO_SESSION, lambda c: account.reset_password(c, actor, phone=phone)
+        )
 
     async def update_contact(self, actor: Actor, *, field: str, value: str) -> ContactChange:
         self._admit(actor)
         return await self.db.write(
-            lambda c: account.update_contact(c, actor, field=field, value=value)
+            NO_SESSION, lambda c: account.update_contact(c, actor, field=field, value=value)
         )
 
     def _admit(self, actor: Actor, order_id: str | None = None) -> None:
@@ -249,7 +265,7 @@ class DemoStore:
     async def send_email(self, actor: Actor, draft: Draft, mailer: Mailer) -> Email:
         """Send once per idempotency key: claim the outbox row, deliver, mark the outcome."""
         claimed = await self.db.write(
-            lambda c: outbox.claim(c, actor, draft, self.email_stale_after_s)
+            NO_SESSION, lambda c: outbox.claim(c, actor, draft, self.email_stale_after_s)
         )
         if claimed.status == "sent":
             return claimed
@@ -285,7 +301,7 @@ class DemoStore:
                 if isinstance(exc, MailDeliveryError | MailComposeError)
                 else type(exc).__name__
             )
-            await self.db.write(lambda c: outbox.mark_failed(c, key, attempt, error))
+            await self.db.write(NO_SESSION, lambda c: outbox.mark_failed(c, key, attempt, error))
             raise
-        await self.db.write(lambda c: outbox.mark_sent(c, key, attempt))
-        return await self.db.write(lambda c: outbox.load(c, key))
+        await self.db.write(NO_SESSION, lambda c: outbox.mark_sent(c, key, attempt))
+        return await self.db.write(NO_SESSION, lambda c: outbox.load(c, key))

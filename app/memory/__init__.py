@@ -35,14 +35,14 @@ __all__ = [
 def build_embedder(settings: Settings) -> Embedder | None:
     """A LiteLLM embedder when `HERMES_EMBEDDING_MODEL` is set; it shares the chat model's
     API base and key only when both use the same provider (as fallback models do)."""
-    model = settings.embedding_model
+    model = settings.memory.embedding_model
     if not model:
         return None
-    same = model.split("/", 1)[0] == settings.model.split("/", 1)[0]
-    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    same = model.split("/", 1)[0] == settings.model.name.split("/", 1)[0]
+    key = settings.model.key
     return LiteLLMEmbedder(
         model,
-        api_base=settings.model_api_base if same else None,
+        api_base=settings.model.api_base if same else None,
         api_key=key if same else None,
     )
 
@@ -53,12 +53,8 @@ def open_memory(
     """The memory service over an open database (migration 0003 applied)."""
     return MemoryService(
         db,
-        policy=DecayPolicy(
-            lam=settings.memory_decay_lambda, archive_below=settings.memory_archive_below
-        ),
-        scoring=ScoringConfig(
-            threshold=settings.memory_recall_threshold, top_k=settings.memory_recall_top_k
-        ),
+        policy=DecayPolicy.from_settings(settings.memory),
+        scoring=ScoringConfig.from_settings(settings.memory),
         retention=Retention(),
         embedder=embedder if embedder is not None else build_embedder(settings),
     )

@@ -11,18 +11,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.settings import MemorySettings
+
 HOUR = 3600.0
 
 
 @dataclass(frozen=True)
 class DecayPolicy:
-    lam: float = 0.02  # per hour
-    archive_below: float = 0.3
-    # Recency in scoring halves every `recency_half_life_h` hours since the last update.
+    lam: float  # per hour
+    archive_below: float
+    # Recency in scoring halves every `recency_half_life_h` hours since the last update (not a
+    # setting).
     recency_half_life_h: float = 24.0 * 14
 
+    @classmethod
+    def from_settings(cls, settings: MemorySettings) -> DecayPolicy:
+        return cls(settings.decay_lambda, settings.archive_below)
 
-def effective_confidence(c0: float, hours: float, lam: float = 0.02) -> float:
+
+def effective_confidence(c0: float, hours: float, lam: float) -> float:
     """Confidence after `hours` without confirmation (negative hours count as none)."""
     return c0 * math.exp(-lam * max(0.0, hours))
 

@@ -17,7 +17,6 @@ from app.memory.lexicon import CATEGORY_KEYS, ENTITIES
 
 Origin = Literal["customer_text", "structured", "operator"]
 ORIGINS: tuple[Origin, ...] = ("customer_text", "structured", "operator")
-UNTRUSTED: frozenset[str] = frozenset({"customer_text"})
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 _PHONE = re.compile(r"\+?\d{6,15}")

@@ -3,7 +3,7 @@
 `before_turn` runs before the model call: it handles "forget that" / "忘掉这个", or recalls
 what the turn needs. `after_turn` runs after the reply: it extracts and writes key facts and
 verifies pending ones. `MemoryService` is the real implementation; `app.memory.testing`
-has `NullMemory` and `RecordingMemory` for tests of the turn loop.
+has `NullMemory` for tests of the turn loop.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from app.memory.fence import Fence
 from app.memory.prompt import MemoryMessage, memory_message, recalled_event
 from app.memory.records import Scope, Written
 from app.memory.scoring import Scored
+from app.storage.session_writer import SessionWriter
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,17 @@ class AfterTurn:
 
 
 class TurnMemory(Protocol):
+    """`writer` is the turn's (app/storage/session_writer.py): its session, and the lane and
+    lease the turn's memory writes go with."""
+
     async def before_turn(
-        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+        self, scope: Scope, writer: SessionWriter, text: str, intent: str | None = None
     ) -> BeforeTurn: ...
 
     async def after_turn(
         self,
         scope: Scope,
-        session_id: str,
+        writer: SessionWriter,
         user_text: str,
         final_text: str = "",
         tool_results: Sequence[ToolEvidence] = (),

@@ -12,8 +12,6 @@ Tier = Literal["fact", "node"]
 Status = Literal["active", "pending", "archived", "rejected"]
 Source = Literal["user", "tool", "operator", "model", "rule"]
 
-TIERS: tuple[Tier, ...] = ("fact", "node")
-STATUSES: tuple[Status, ...] = ("active", "pending", "archived", "rejected")
 
 # fact_type is the first segment of a key when it names one of these; otherwise "note".
 FACT_TYPES: tuple[str, ...] = ("preference", "contact", "decision", "profile", "event", "note")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from app.memory.decay import DecayPolicy, current_confidence, recallable, recency
 from app.memory.lexicon import normalize
 from app.memory.records import MemoryItem
+from app.settings import MemorySettings
 
 W_LEXICAL, W_MATCH, W_RECENCY, W_CONFIDENCE = 0.30, 0.35, 0.10, 0.25
 _K1, _B = 1.2, 0.75
@@ -55,9 +56,14 @@ class RecallQuery:
 
 @dataclass(frozen=True)
 class ScoringConfig:
-    threshold: float = 0.55
-    top_k: int = 5
+    threshold: float
+    top_k: int
+    # Per fact type, over those `threshold` implies (not settings: tests and calibration).
     thresholds: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: MemorySettings) -> ScoringConfig:
+        return cls(settings.recall_threshold, settings.recall_top_k)
 
     def threshold_for(self, fact_type: str) -> float:
         merged = {**thresholds_around(self.threshold), **self.thresholds}

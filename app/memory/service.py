@@ -1,8 +1,10 @@
 """The memory service: what the turn loop, the REST API and the sweeper call.
 
 Every method takes a `Scope` (tenant + user) and never sees another user's rows. Writes are
-transactions on the database's single writer; recall reads through the read connections and
-notes what it used with a write it does not wait for (see `drain`).
+transactions on the database's writer; recall reads through the read connections and notes what
+it used with a write it does not wait for (see `drain`). A turn's memory writes (`before_turn`,
+`after_turn`) go with the turn's `SessionWriter` (its session's lane, its worker's lease); an
+operator's writes through the API belong to no one session (`NO_SESSION`).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from app.memory.records import (
 )
 from app.memory.scoring import ScoringConfig
 from app.memory.sweep import Retention, compact_index, sweep
+from app.settings import MemorySettings
 from app.storage import audit
 from app.storage.port import Database
-from app.storage.tx import Store, Tx
+from app.storage.session_writer import NO_SESSION, SessionWriter
+from app.storage.tx import Refused, Store, Tx
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,8 @@ class MemoryService(Store):
         clock: Clock = time.time,
     ) -> None:
         super().__init__(db)
-        self.policy = policy or DecayPolicy()
-        self.scoring = scoring or ScoringConfig()
+        self.policy = policy or DecayPolicy.from_settings(MemorySettings())
+        self.scoring = scoring or ScoringConfig.from_settings(MemorySettings())
         self.retention = retention or Retention()
         self.embedder = embedder
         self.clock = clock
@@ -153,15 +157,15 @@ class MemoryService(Store):
                 _audit_written(tx, scope, w, actor, role, session_id)
             return written
 
-        return await self.transact(job)
+        return await self.transact(NO_SESSION, job)  # an operator's (or the bulk path's)
 
     async def verify(
         self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
     ) -> Written:
-        def job(tx: Tx) -> Written:
+        def job(tx: Tx) -> Written | Refused:
             item = store.by_id(tx, scope, memory_id)
             if item is None or item.status != "pending":
-                raise MemoryNotFound("no such pending memory", memory_id=memory_id)
+                return Refused(MemoryNotFound("no such pending memory", memory_id=memory_id))
             written = store.verify(
                 tx, scope, item, now=self.clock(), actor=actor, reason=reason,
                 confidence=VERIFIED_CONFIDENCE, policy=self.policy,
@@ -169,32 +173,33 @@ class MemoryService(Store):
             _audit_written(tx, scope, written, actor, role, None)
             return written
 
-        return await self.transact(job)
+        return await self.transact(NO_SESSION, job)
 
     async def reject(
         self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
     ) -> None:
-        def job(tx: Tx) -> None:
+        def job(tx: Tx) -> Refused | None:
             item = store.by_id(tx, scope, memory_id)
             if item is None or item.status in ("rejected",):
-                raise MemoryNotFound("no such memory", memory_id=memory_id)
+                return Refused(MemoryNotFound("no such memory", memory_id=memory_id))
             store.set_status(tx, item, "rejected", now=self.clock(), actor=actor, reason=reason)
             _audit(tx, scope, "rejected", item.id, actor, role, key=item.key, reason=reason)
+            return None
 
-        await self.transact(job)
+        await self.transact(NO_SESSION, job)
 
     # -- forgetting -------------------------------------------------------------------------
 
     async def delete(
         self, scope: Scope, memory_id: str, *, actor: str, reason: str, role: str | None = None
     ) -> None:
-        def job(tx: Tx) -> list[erase.Erased]:
+        def job(tx: Tx) -> list[erase.Erased] | Refused:
             item = store.by_id(tx, scope, memory_id)
             if item is None:
-                raise MemoryNotFound("no such memory", memory_id=memory_id)
+                return Refused(MemoryNotFound("no such memory", memory_id=memory_id))
             return self._erase(tx, [item], "deleted", actor, reason, role)
 
-        await self._erased(await self.transact(job))
+        await self._erased(await self.transact(NO_SESSION, job))
 
     async def forget(
         self,
@@ -214,23 +219,24 @@ class MemoryService(Store):
             items = erase.matching(tx, scope, key=key, query=query)
             return self._erase(tx, items, "forgotten", actor, reason, role)
 
-        return [e.id for e in await self._erased(await self.transact(job))]
+        return [e.id for e in await self._erased(await self.transact(NO_SESSION, job))]
 
     async def forget_in_conversation(
-        self, scope: Scope, session_id: str, text: str
+        self, scope: Scope, writer: SessionWriter, text: str
     ) -> list[str] | None:
-        """ "forget that" / "忘掉这个": delete what this session stored or recalled last.
-        None when `text` is not such a command."""
+        """ "forget that" / "忘掉这个": delete what `writer`'s session stored or recalled last,
+        written with it. None when `text` is not such a command."""
         if not is_forget_command(text):
             return None
         await self.drain()  # the last recall's note of what it used must be in
+        session_id = writer.session_id
 
         def job(tx: Tx) -> list[erase.Erased]:
             items = erase.last_referenced(tx, scope, session_id)
             actor = f"session:{session_id}"
             return self._erase(tx, items, "forgotten", actor, "user_request", None, session_id)
 
-        return [e.id for e in await self._erased(await self.transact(job))]
+        return [e.id for e in await self._erased(await self.transact(writer, job))]
 
     def _erase(
         self,
@@ -265,18 +271,23 @@ class MemoryService(Store):
         scope: Scope,
         text: str,
         *,
+        writer: SessionWriter | None,
         intent: str | None = None,
-        session_id: str | None = None,
         entities: Iterable[str] = (),
         force: bool = False,
     ) -> Recall:
+        """What `scope`'s memory offers for `text`; what was used is noted with a write of
+        `writer` (the recalling turn's; `NO_SESSION` outside a session)."""
         now = self.clock()
         result = await self.recaller.recall(
             scope, text, now=now, intent=intent, entities=entities, force=force
         )
         if result.items:
             pks = [s.item.pk for s in result.items]
-            future = self.db.submit(lambda conn: store.touch(Tx(conn), scope, pks, session_id, now))
+            session_id = None if writer is None else writer.session_id
+            future = self.db.submit(
+                writer, lambda conn: store.touch(Tx(conn), scope, pks, session_id, now)
+            )
             self._touches.add(future)
             future.add_done_callback(self._touched)
         return result
@@ -292,17 +303,17 @@ class MemoryService(Store):
             await asyncio.gather(*list(self._touches), return_exceptions=True)
 
     async def before_turn(
-        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+        self, scope: Scope, writer: SessionWriter, text: str, intent: str | None = None
     ) -> BeforeTurn:
-        forgotten = await self.forget_in_conversation(scope, session_id, text)
+        forgotten = await self.forget_in_conversation(scope, writer, text)
         if forgotten is not None:
             return BeforeTurn(forgotten=forgotten, forget_command=True)
-        return BeforeTurn(await self.recall(scope, text, intent=intent, session_id=session_id))
+        return BeforeTurn(await self.recall(scope, text, intent=intent, writer=writer))
 
     async def after_turn(
         self,
         scope: Scope,
-        session_id: str,
+        writer: SessionWriter,
         user_text: str,
         final_text: str = "",
         tool_results: Sequence[ToolEvidence] = (),
@@ -319,6 +330,7 @@ class MemoryService(Store):
         said, denied = normalize(user_text), is_denial(user_text)
         mentioned = normalize(previous_assistant)
         now = self.clock()
+        session_id = writer.session_id
         actor = f"session:{session_id}"
 
         def job(tx: Tx) -> AfterTurn:
@@ -362,7 +374,7 @@ class MemoryService(Store):
                 out.written.append(written)
             return out
 
-        return await self.transact(job)
+        return await self.transact(writer, job)
 
     async def _has_pending(self, scope: Scope) -> bool:
         row = await self.db.fetchone(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from app.memory import erase
 from app.memory.records import SweepReport
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
 
 DAY = 86400.0
@@ -28,14 +29,16 @@ async def sweep(store: Store, now: float, retention: Retention) -> SweepReport:
     decayed = expired = rejected = batches = 0
     purged: list[str] = []
     while True:
-        d, e = await store.transact(lambda tx: erase.archive_due(tx, now, batch))
+        d, e = await store.transact(NO_SESSION, lambda tx: erase.archive_due(tx, now, batch))
         decayed, expired, batches = decayed + d, expired + e, batches + 1
         if d + e < batch:
             break
         await asyncio.sleep(0)  # let queued turns' writes in between batches
     stale_before = now - retention.pending_days * DAY
     while True:
-        n = await store.transact(lambda tx: erase.reject_stale(tx, stale_before, now, batch))
+        n = await store.transact(
+            NO_SESSION, lambda tx: erase.reject_stale(tx, stale_before, now, batch)
+        )
         rejected, batches = rejected + n, batches + 1
         if n < batch:
             break
@@ -44,7 +47,7 @@ async def sweep(store: Store, now: float, retention: Retention) -> SweepReport:
     rejected_before = now - retention.rejected_days * DAY
     while True:
         gone = await store.transact(
-            lambda tx: erase.purge_due(tx, archived_before, rejected_before, now, batch)
+            NO_SESSION, lambda tx: erase.purge_due(tx, archived_before, rejected_before, now, batch)
         )
         purged += [g.id for g in gone]
         batches += 1
@@ -77,7 +80,7 @@ async def compact_index(store: Store, *, full: bool = True, pages: int = 200) ->
         def step(tx: Tx, start: bool = full and steps == 0) -> int:
             return erase.merge_step(tx, pages, start=start)
 
-        changed = await store.transact(step)
+        changed = await store.transact(NO_SESSION, step)
         steps += 1
         if changed < 2:
             return steps

@@ -6,13 +6,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from app.memory.extract import Proposal, ToolEvidence
 from app.memory.lexicon import normalize
-from app.memory.port import AfterTurn, BeforeTurn, Recall
+from app.memory.port import AfterTurn, BeforeTurn
 from app.memory.records import Scope
+from app.storage.session_writer import SessionWriter
 
 
 class FixedClock:
@@ -65,53 +64,18 @@ class NullMemory:
     """A turn memory that never recalls or stores anything."""
 
     async def before_turn(
-        self, scope: Scope, session_id: str, text: str, intent: str | None = None
+        self, scope: Scope, writer: SessionWriter, text: str, intent: str | None = None
     ) -> BeforeTurn:
         return BeforeTurn()
 
     async def after_turn(
         self,
         scope: Scope,
-        session_id: str,
+        writer: SessionWriter,
         user_text: str,
         final_text: str = "",
         tool_results: Sequence[ToolEvidence] = (),
         previous_assistant: str = "",
         proposals: Sequence[Proposal] = (),
     ) -> AfterTurn:
-        return AfterTurn()
-
-
-@dataclass
-class RecordingMemory:
-    """Records every call; `before_turn` answers with the queued `Recall`s, then empty ones."""
-
-    recalls: list[Recall] = field(default_factory=list)
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    async def before_turn(
-        self, scope: Scope, session_id: str, text: str, intent: str | None = None
-    ) -> BeforeTurn:
-        self.calls.append(
-            ("before_turn", {"scope": scope, "session_id": session_id, "text": text,
-                             "intent": intent})
-        )  # fmt: skip
-        return BeforeTurn(self.recalls.pop(0) if self.recalls else Recall())
-
-    async def after_turn(
-        self,
-        scope: Scope,
-        session_id: str,
-        user_text: str,
-        final_text: str = "",
-        tool_results: Sequence[ToolEvidence] = (),
-        previous_assistant: str = "",
-        proposals: Sequence[Proposal] = (),
-    ) -> AfterTurn:
-        self.calls.append(
-            ("after_turn", {"scope": scope, "session_id": session_id, "user_text": user_text,
-                            "final_text": final_text, "tool_results": list(tool_results),
-                            "previous_assistant": previous_assistant,
-                            "proposals": list(proposals)})
-        )  # fmt: skip
         return AfterTurn()

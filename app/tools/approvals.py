@@ -18,6 +18,7 @@ from typing import Any, Literal
 from app.errors import ApprovalClosed, ApprovalNotFound, DatabaseUnavailable
 from app.principal import Principal
 from app.storage.approvals import Approval, ApprovalNotPending, ApprovalStore
+from app.storage.session_writer import SessionWriter
 from app.tools.context import TurnScope
 
 Decision = Literal["approved", "rejected", "expired"]
@@ -57,6 +58,7 @@ class ApprovalBroker:
         the tool will run with; `sensitive` summarises per field what the masks hide.
         """
         approval = await self.store.create(
+            scope.writer,
             tenant_id=scope.tenant_id,
             session_id=scope.session_id,
             turn_id=scope.turn_id,
@@ -102,6 +104,7 @@ class ApprovalBroker:
     async def _expire(self, scope: TurnScope, approval: Approval) -> Approval:
         try:
             expired = await self.store.decide(
+                scope.writer,
                 tenant_id=scope.tenant_id,
                 session_id=scope.session_id,
                 approval_id=approval.id,
@@ -124,6 +127,7 @@ class ApprovalBroker:
     ) -> Approval:
         try:
             approval = await self.store.decide(
+                SessionWriter(session_id),  # an operator's decision: the session's lane, no lease
                 tenant_id=principal.tenant_id,
                 session_id=session_id,
                 approval_id=approval_id,

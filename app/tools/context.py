@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from app.storage.session_writer import SessionWriter
 
 # What a deployment gives a handler: its own backend, a client of its CRM, the demo shop.
 Deps = TypeVar("Deps", covariant=True)
@@ -19,13 +21,20 @@ Deps = TypeVar("Deps", covariant=True)
 
 @dataclass(frozen=True)
 class TurnScope:
-    """Who is acting and where: shared by every call of one turn."""
+    """Who is acting and where: shared by every call of one turn. What the calls write (their
+    idempotency records, confirmations, approvals) goes with the turn's `writer`: its
+    session's lane and, while its worker owns the session, the lease's fence."""
 
     tenant_id: str
     user_id: str
     session_id: str
     turn_id: str
     trace_id: str = ""
+    writer: SessionWriter = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.writer.session_id != self.session_id:
+            raise ValueError(f"the writer of session {self.writer.session_id} is not this turn's")
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,16 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_args, get_origin, get_type_hints
 
 from app.errors import ConfigError
+from app.knowledge.passages import KnowledgeSearch
 from app.settings import Settings
 from app.tools.context import ToolContext
 from app.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
+
+# What the runtime gives tools itself, from its own parts, with no entry under `providers:`:
+# the tenants' knowledge base (the built-in `search_knowledge` tool).
+RUNTIME_GIVEN: frozenset[type] = frozenset({KnowledgeSearch})
 
 T = TypeVar("T")
 
@@ -97,6 +102,10 @@ class Dependencies:
 
     def __init__(self, provided: Mapping[type, object] | None = None) -> None:
         self._provided = dict(provided or {})
+
+    def adding(self, given: Mapping[type, object]) -> Dependencies:
+        """These, and what the runtime gives itself (RUNTIME_GIVEN) from its own parts."""
+        return Dependencies({**self._provided, **given})
 
     def __contains__(self, kind: type) -> bool:
         return kind in self._provided

@@ -12,6 +12,12 @@ to its token budget.
 
 Reads from one model response run concurrently; writes and external actions run one at a
 time, after the reads, in the order the model gave.
+
+Every collaborator is required, so each promise above is kept from the first call or the
+executor is not built: a call that acts keeps its idempotency key (`calls`), one that needs an
+operator waits for one (`approvals`), one that needs the customer's yes asks for it
+(`confirmations`), every tool's dependency is there (`deps`), and results are masked with the
+configured patterns (`config.redact_patterns`).
 """
 
 from __future__ import annotations
@@ -20,12 +26,12 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from app.errors import DatabaseUnavailable
 from app.llm.gateway import RequestedToolCall
 from app.observability import metrics
+from app.settings import ToolSettings
 from app.storage.approvals import Approval
 from app.storage.confirmations import Confirmation, ConfirmationStore
 from app.storage.fence import LeaseLost
@@ -34,10 +40,10 @@ from app.tools import rules
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope, idempotency_key
 from app.tools.deps import Dependencies
-from app.tools.events import ToolEvents
 from app.tools.flow import ToolGuards
 from app.tools.policy import TurnPolicy, confirm, history, offered, precheck
 from app.tools.registry import RegisteredTool, ToolRegistry
+from app.tools.reports import ToolReports
 from app.tools.results import ToolError, ToolResult
 from app.tools.running import run_guarded
 from app.tools.shaping import Redactor, truncate
@@ -53,39 +59,32 @@ CONFIRMATION_REQUIRED = "confirmation_required"
 _NOT_FAILURES = frozenset({"tool_gave_up", CONFIRMATION_REQUIRED, "confirmation_pending"})
 
 
-@dataclass(frozen=True)
-class ExecutorConfig:
-    max_result_tokens: int = 2000
-    max_failures_per_turn: int = 3
-    confirmation_timeout_s: float = 600.0
-
-
 class ToolExecutor:
     def __init__(
         self,
         registry: ToolRegistry,
         *,
-        deps: Dependencies | None = None,
-        guards: ToolGuards | None = None,
-        redactor: Redactor | None = None,
-        calls: ToolCallStore | None = None,
-        approvals: ApprovalBroker | None = None,
-        confirmations: ConfirmationStore | None = None,
-        config: ExecutorConfig | None = None,
+        deps: Dependencies,
+        guards: ToolGuards,
+        calls: ToolCallStore,
+        approvals: ApprovalBroker,
+        confirmations: ConfirmationStore,
+        config: ToolSettings,
     ) -> None:
         self.registry = registry
         # What the deployment gives the tools' handlers: every tool's must be there now.
-        self.deps = deps or Dependencies()
+        self.deps = deps
         self.deps.check(tool.spec for tool in registry.all())
-        self.guards = guards or ToolGuards()
-        self.redactor = redactor or Redactor()
-        self.calls = calls
+        self.guards = guards
+        # The turn's masking too (the runtime hands it to the turn): one set of patterns.
+        self.redactor = Redactor.with_patterns(config.redact_patterns)
+        self.calls = calls  # idempotency: a stored success is returned, not redone
         self.approvals = approvals
         self.confirmations = confirmations
-        self.config = config or ExecutorConfig()
+        self.config = config  # result size, failures, confirmations
 
     def for_turn(
-        self, scope: TurnScope, events: ToolEvents, policy: TurnPolicy | None = None
+        self, scope: TurnScope, events: ToolReports, policy: TurnPolicy | None = None
     ) -> TurnTools:
         return TurnTools(self, scope, events, policy or TurnPolicy())
 
@@ -97,7 +96,7 @@ class ToolExecutor:
         self,
         calls: list[RequestedToolCall],
         scope: TurnScope,
-        events: ToolEvents,
+        events: ToolReports,
         policy: TurnPolicy | None = None,
     ) -> list[ToolResult]:
         """One batch without per-turn bookkeeping (for callers outside a turn)."""
@@ -115,7 +114,7 @@ class ToolExecutor:
             )
         data, extra = result.data, {}
         if data is not None:
-            shaped = truncate(self.redactor.data(data), self.config.max_result_tokens)
+            shaped = truncate(self.redactor.data(data), self.config.result_max_tokens)
             data = shaped.data
             if shaped.truncated:
                 extra = {"truncated": True, "original_tokens": shaped.original_tokens}
@@ -124,13 +123,19 @@ class ToolExecutor:
         return ToolResult(result.status, data, error, {**result.metadata, **extra})
 
 
+def declares_untrusted(data: object) -> bool:
+    """A tool whose results are trusted or not case by case says so in them: `search_knowledge`
+    marks passages of documents no admin marked trusted (`untrusted_content: true`)."""
+    return isinstance(data, dict) and data.get("untrusted_content") is True
+
+
 class TurnTools:
     """The tools as one turn sees them: the turn's policy (offered set, confirmed calls,
     taint), failures per tool (a tool that keeps failing is given up, so the model stops
     retrying it and tells the user), and the confirmation the turn asked for, if any."""
 
     def __init__(
-        self, executor: ToolExecutor, scope: TurnScope, events: ToolEvents, policy: TurnPolicy
+        self, executor: ToolExecutor, scope: TurnScope, events: ToolReports, policy: TurnPolicy
     ) -> None:
         self.executor = executor
         self.scope = scope
@@ -171,7 +176,11 @@ class TurnTools:
             log.exception("tool call %s (%s) crashed the executor", call.id, call.name)
             raw = ToolResult.fail("internal_error", f"{call.name} could not be run")
         raw = self._count(call.name, raw)
-        if spec is not None and spec.untrusted_output and raw.status != "error":
+        if (
+            spec is not None
+            and raw.status != "error"
+            and (spec.untrusted_output or declares_untrusted(raw.data))
+        ):
             # What the tool returned is now in the conversation, for this turn and the next.
             self.policy.taint.add(f"output of {spec.name}", lasting=True)
         duration = time.perf_counter() - started
@@ -277,6 +286,7 @@ class TurnTools:
 
         if calls is not None:
             await calls.begin(
+                self.scope.writer,
                 key=key,
                 tenant_id=self.scope.tenant_id,
                 session_id=self.scope.session_id,
@@ -292,29 +302,29 @@ class TurnTools:
             result = result.with_metadata(approval="approved", approval_id=approved.id)
         if calls is not None:
             if result.status == "success":
-                await calls.succeed(key, self.executor.shape(result, spec).to_dict())
+                shaped = self.executor.shape(result, spec).to_dict()
+                await calls.succeed(self.scope.writer, key, shaped)
             else:
-                await calls.abandon(key)
+                await calls.abandon(self.scope.writer, key)
         return result
 
     async def _ask_to_confirm(
         self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any]
     ) -> ToolResult:
         """Record what the customer is asked to confirm; the turn then asks them and ends."""
-        store = self.executor.confirmations
-        if store is None:
-            return ToolResult.fail(
-                "confirmation_unavailable",
-                f"{spec.name} needs the customer's confirmation and none can be asked for here",
-            )
         if self.confirmation is not None:
             return ToolResult.fail(
                 "confirmation_pending",
                 f"the customer is already being asked to confirm {self.confirmation.tool}",
                 hint="One change at a time: do not call another tool that needs confirmation.",
             )
+        # The call runs in a later turn, on the customer's yes: the taint it was proposed under
+        # (a recalled note lasts only its own turn) goes with it, so its approval is still asked.
+        for source in self.policy.taint.sources:
+            self.policy.taint.add(source, lasting=True)
         readback = confirm.readback(spec, args, self.executor.redactor)
-        self.confirmation = await store.create(
+        self.confirmation = await self.executor.confirmations.create(
+            self.scope.writer,
             tenant_id=self.scope.tenant_id,
             session_id=self.scope.session_id,
             turn_id=self.scope.turn_id,
@@ -337,11 +347,6 @@ class TurnTools:
     ) -> ToolResult | Approval:
         """The approval when an operator approved the call, else the result to answer with."""
         broker = self.executor.approvals
-        if broker is None:
-            return ToolResult.fail(
-                "approval_unavailable",
-                f"{spec.name} needs a human approval and none can be asked for here",
-            )
         from app.resilience import deadline
         from app.tools.sensitive import summarize
 

@@ -27,15 +27,16 @@ MAX_RATE_WAIT_S = 1.0
 class ToolGuards:
     def __init__(
         self,
-        limiter: RateLimiter | None = None,
-        bulkheads: Bulkheads | None = None,
-        policy: BreakerPolicy | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        breakers: BreakerFactory | None = None,
+        limiter: RateLimiter,
+        bulkheads: Bulkheads,
+        policy: BreakerPolicy,
+        *,
+        breakers: BreakerFactory | None,  # None: this process's own (no Redis)
+        clock: Callable[[], float] = time.monotonic,  # of this process's breakers
     ) -> None:
-        self.limiter = limiter or RateLimiter()
-        self.bulkheads = bulkheads or Bulkheads()
-        self.policy = policy or BreakerPolicy()
+        self.limiter = limiter
+        self.bulkheads = bulkheads
+        self.policy = policy
         self.clock = clock
         self._make_breaker = breakers or local_breakers(clock)
         self._breakers: dict[str, Breaker] = {}

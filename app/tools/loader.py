@@ -14,7 +14,7 @@ import yaml
 from jsonschema.validators import Draft202012Validator
 
 from app.errors import ToolsFileError
-from app.tools.deps import Provider, dependency_of, type_name
+from app.tools.deps import RUNTIME_GIVEN, Provider, dependency_of, type_name
 from app.tools.meta_schema import META_SCHEMA
 from app.tools.spec import (
     BusinessRule,
@@ -80,7 +80,7 @@ def _confirmation(raw: Any) -> Confirmation | None:
     if raw is True:
         return Confirmation()
     text = {lang: raw[lang] for lang in ("en", "zh")}
-    return Confirmation(text=text, labels=raw.get("labels", {}))
+    return Confirmation(text=text, labels=raw.get("labels", {}), absent=raw.get("absent", {}))
 
 
 def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
@@ -243,7 +243,7 @@ def _dependency(
                 f"{name}: its {other_what} needs {type_name(other)} but its {what} needs "
                 f"{type_name(kind)}; a tool's functions share one context",
             )
-    if kind not in providers:
+    if kind not in providers and kind not in RUNTIME_GIVEN:
         raise fail(
             at,
             f"{name}: its {what} needs {type_name(kind)}, which no entry under `providers:` gives",
@@ -282,6 +282,11 @@ def _problem(raw: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
                     return ("confirm", lang), (
                         f"{name}: confirm text names {{{arg}}}, which is not a parameter"
                     )
+        for arg in confirm.get("absent", {}):
+            if arg not in params:
+                return ("confirm", "absent"), (
+                    f"{name}: confirm absent names {arg!r}, which is not a parameter"
+                )
     return None
 
 

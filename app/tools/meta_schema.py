@@ -155,6 +155,12 @@ META_SCHEMA: dict[str, Any] = {
                 },
             ],
         },
+        "bilingual": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["en", "zh"],
+            "properties": {"en": {"type": "string"}, "zh": {"type": "string"}},
+        },
         "confirm": {
             "oneOf": [
                 {"const": True},
@@ -174,6 +180,11 @@ META_SCHEMA: dict[str, Any] = {
                                     "additionalProperties": {"type": "string"},
                                 },
                             },
+                        },
+                        # what an argument left out means, per language
+                        "absent": {
+                            "type": "object",
+                            "additionalProperties": {"$ref": "#/$defs/bilingual"},
                         },
                     },
                 },

@@ -81,11 +81,13 @@ class Confirmation:
     """`confirm:` in tools.yaml: the customer says yes before the call runs.
 
     `text` holds the read-back per language ("en", "zh") with `{argument}` placeholders that
-    are filled with masked values; `labels` turns enum values into words per language.
+    are filled with masked values; `labels` turns enum values into words per language, and
+    `absent` says per language what an argument left out means ("the whole order amount").
     """
 
     text: dict[str, str] = field(default_factory=dict)
     labels: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    absent: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ def settings_for(tmp_path: Path) -> Settings:
 
 async def test_open_creates_the_file_on_first_use_and_the_end_closes_it(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
-    assert not settings.demo_db_path.exists()
+    assert not settings.demo.db_path.exists()
     async with open_shop(settings) as shop:
-        assert settings.demo_db_path.exists()
+        assert settings.demo.db_path.exists()
         store, mailer = shop.store, shop.mailer
         assert isinstance(store, DemoStore) and isinstance(mailer, SmtpMailer)
         assert (mailer.config.host, mailer.config.port) == ("127.0.0.1", 2525)

@@ -268,3 +268,23 @@ async def test_a_refund_refusal_says_what_the_refund_would_answer_and_changes_no
     other = actor("idem_check_2")
     refused = await store.refund_refusal(other, order_id=DELIVERED_ORDER, amount_cents=100)
     assert refused is not None and refused.code == "order_not_refundable"  # now refunded
+
+
+async def test_a_return_refusal_says_what_the_return_would_answer_and_changes_nothing(
+    store: DemoStore,
+) -> None:
+    before = dump(store.path)
+    who = actor("idem_return_check")
+
+    async def why(order_id: str) -> str | None:
+        refused = await store.return_refusal(who, order_id=order_id)
+        return None if refused is None else refused.code
+
+    assert await why(DELIVERED_ORDER) is None
+    assert await why(FOREIGN_ORDER) == "order_not_found"
+    assert await why(SHIPPED_ORDER) == "order_not_returnable"
+    assert dump(store.path) == before
+    await store.request_return(who, order_id=DELIVERED_ORDER, reason=None)
+    assert await why(DELIVERED_ORDER) is None  # the same key: the created one is returned
+    refused = await store.return_refusal(actor("idem_return_2"), order_id=DELIVERED_ORDER)
+    assert refused is not None and refused.code == "return_already_requested"

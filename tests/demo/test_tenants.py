@@ -73,5 +73,5 @@ async def test_another_tenant_with_the_same_user_id_finds_no_order(
 
 
 def test_the_demo_data_belongs_to_the_local_tenant_by_default() -> None:
-    assert Settings().demo_tenants == ["default"]
-    assert Settings(demo_tenants=" acme, default ,").demo_tenants == ["acme", "default"]
+    assert Settings().demo.tenants == ["default"]
+    assert Settings(demo_tenants=" acme, default ,").demo.tenants == ["acme", "default"]

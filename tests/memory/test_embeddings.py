@@ -12,6 +12,7 @@ import pytest
 from app.memory.embeddings import LiteLLMEmbedder, cosine, pack, unpack
 from app.memory.service import MemoryService
 from app.memory.testing import FakeEmbedder, FixedClock
+from app.storage.session_writer import NO_SESSION
 from tests.memory.conftest import ALICE, BOB
 
 
@@ -29,8 +30,10 @@ async def test_a_memory_with_no_shared_words_is_recalled_by_meaning(db, clock: F
     await memory.upsert(ALICE, "note:pet", "家里养了一只金毛", tier="node")
     await memory.upsert(BOB, "note:pet", "家里养了一只金毛", tier="node")
     lexical_only = MemoryService(db, clock=clock)
-    assert (await lexical_only.recall(ALICE, "上次说的那条狗", force=True)).items == []
-    got = await memory.recall(ALICE, "上次说的那条狗", force=True)
+    assert (
+        await lexical_only.recall(ALICE, "上次说的那条狗", writer=NO_SESSION, force=True)
+    ).items == []
+    got = await memory.recall(ALICE, "上次说的那条狗", writer=NO_SESSION, force=True)
     assert [(s.item.user_id, s.item.value) for s in got.items] == [("alice", "家里养了一只金毛")]
     assert got.items[0].lexical == pytest.approx(0.96, abs=0.01)
 
@@ -41,7 +44,7 @@ async def test_a_failing_embedder_never_fails_a_write_or_a_recall(db, clock: Fix
     memory = MemoryService(db, clock=clock, embedder=embedder)
     written = await memory.upsert(ALICE, "preference.courier", "顺丰")
     assert written.action == "created"
-    got = await memory.recall(ALICE, "还是用上次的快递")
+    got = await memory.recall(ALICE, "还是用上次的快递", writer=NO_SESSION)
     assert [s.item.value for s in got.items] == ["顺丰"]
     assert len(embedder.calls) == 2  # one for the write, one for the query
 

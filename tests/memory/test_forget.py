@@ -10,6 +10,7 @@ from app.memory.queries import ListFilter
 from app.memory.service import MemoryService
 from app.storage.audit import AuditStore
 from app.storage.port import Database
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from tests.memory.conftest import ALICE, BOB, OTHER_TENANT_ALICE
 
 SECRET = "门禁密码qzxjv81"
@@ -61,7 +62,7 @@ async def test_delete_removes_row_history_and_index_and_audits_without_content(
     kept = await memory.upsert(ALICE, "preference.courier", "顺丰")
     gone = await memory.upsert(ALICE, "note:gate", f"小区东门{SECRET}", tier="node")
     await memory.upsert(ALICE, "note:gate", f"小区北门{SECRET}", tier="node")  # some history
-    assert (await memory.recall(ALICE, f"上次的{SECRET}")).items
+    assert (await memory.recall(ALICE, f"上次的{SECRET}", writer=NO_SESSION)).items
     assert await index_traces(db, SECRET) > 0  # the check below can see postings
     vacuumed = vacuums(db) if db.dialect == "postgres" else 0
 
@@ -70,7 +71,7 @@ async def test_delete_removes_row_history_and_index_and_audits_without_content(
     if db.dialect == "postgres":  # the deleted row's index entries were dropped at once
         assert vacuums(db) == vacuumed + 1
 
-    assert (await memory.recall(ALICE, f"上次的{SECRET}")).items == []
+    assert (await memory.recall(ALICE, f"上次的{SECRET}", writer=NO_SESSION)).items == []
     assert await memory.list_memories(ALICE, ListFilter(text="qzxjv81")) == []
     with pytest.raises(MemoryNotFound):
         await memory.history(ALICE, gone.item.id)
@@ -116,7 +117,9 @@ async def test_forget_by_key_or_query_touches_only_that_user(memory: MemoryServi
     assert len(by_query) == 1
     assert [m.key for m in await memory.list_memories(ALICE)] == ["preference.courier"]
     assert {m.key for m in await memory.list_memories(BOB)} == {"contact.email", "note:dog"}
-    assert (await memory.recall(BOB, f"上次说的{SECRET}")).items  # Bob's copy is untouched
+    assert (
+        await memory.recall(BOB, f"上次说的{SECRET}", writer=NO_SESSION)
+    ).items  # Bob's copy is untouched
     assert await memory.forget(ALICE, query="nothing like this", actor="op", reason="r") == []
     with pytest.raises(ValueError):
         await memory.forget(ALICE, key="a", query="b", actor="op", reason="r")
@@ -125,10 +128,10 @@ async def test_forget_by_key_or_query_touches_only_that_user(memory: MemoryServi
 async def test_forget_that_in_conversation_deletes_what_was_last_stored(
     memory: MemoryService, clock
 ):
-    await memory.after_turn(ALICE, "ses_1", "以后都用简体中文")
+    await memory.after_turn(ALICE, SessionWriter("ses_1"), "以后都用简体中文")
     clock.advance(seconds=30)
-    await memory.after_turn(ALICE, "ses_1", "我喜欢顺丰")
-    before = await memory.before_turn(ALICE, "ses_1", "算了，忘掉这个")
+    await memory.after_turn(ALICE, SessionWriter("ses_1"), "我喜欢顺丰")
+    before = await memory.before_turn(ALICE, SessionWriter("ses_1"), "算了，忘掉这个")
     assert before.forget_command and len(before.forgotten) == 1
     assert [m.key for m in await memory.list_memories(ALICE)] == ["preference.language"]
     (audit,) = await memory.queries.audit(ALICE)
@@ -148,20 +151,20 @@ async def test_forget_that_in_conversation_deletes_what_was_last_stored(
 
 
 async def test_forget_that_deletes_what_was_last_recalled(memory: MemoryService, clock):
-    await memory.after_turn(ALICE, "ses_1", "我喜欢顺丰")
-    await memory.after_turn(ALICE, "ses_1", "以后都用简体中文")
+    await memory.after_turn(ALICE, SessionWriter("ses_1"), "我喜欢顺丰")
+    await memory.after_turn(ALICE, SessionWriter("ses_1"), "以后都用简体中文")
     clock.advance(hours=1)
-    recalled = await memory.before_turn(ALICE, "ses_2", "还是用上次的快递吗")
+    recalled = await memory.before_turn(ALICE, SessionWriter("ses_2"), "还是用上次的快递吗")
     assert [s.item.key for s in recalled.recall.items] == ["preference.courier"]
-    gone = await memory.forget_in_conversation(ALICE, "ses_2", "Forget that.")
+    gone = await memory.forget_in_conversation(ALICE, SessionWriter("ses_2"), "Forget that.")
     assert gone == [recalled.recall.items[0].item.id]
     assert [m.key for m in await memory.list_memories(ALICE)] == ["preference.language"]
     # nothing else was stored or recalled in ses_2: a second "forget that" deletes nothing
-    assert await memory.forget_in_conversation(ALICE, "ses_2", "忘掉这个") == []
-    assert await memory.forget_in_conversation(ALICE, "ses_2", "我的订单呢") is None
+    assert await memory.forget_in_conversation(ALICE, SessionWriter("ses_2"), "忘掉这个") == []
+    assert await memory.forget_in_conversation(ALICE, SessionWriter("ses_2"), "我的订单呢") is None
 
 
 async def test_forget_that_never_reaches_another_users_memories(memory: MemoryService):
-    await memory.after_turn(BOB, "ses_shared", "我喜欢中通")
-    assert await memory.forget_in_conversation(ALICE, "ses_shared", "别记这个") == []
+    await memory.after_turn(BOB, SessionWriter("ses_shared"), "我喜欢中通")
+    assert await memory.forget_in_conversation(ALICE, SessionWriter("ses_shared"), "别记这个") == []
     assert [m.value for m in await memory.list_memories(BOB)] == ["中通"]

@@ -6,6 +6,7 @@ from app.errors import MemoryNotFound
 from app.memory.queries import ListFilter
 from app.memory.service import MemoryService
 from app.memory.testing import FixedClock
+from app.storage.session_writer import NO_SESSION
 from tests.memory.conftest import ALICE, BOB
 
 
@@ -17,7 +18,7 @@ async def test_a_second_insert_for_the_same_key_updates_the_email(memory: Memory
     assert second.item.id == first.item.id
     rows = await memory.list_memories(ALICE, ListFilter(key="contact.email"))
     assert [(r.value, r.status) for r in rows] == [("a@new.com", "active")]
-    recalled = await memory.recall(ALICE, "我的邮箱是哪个")
+    recalled = await memory.recall(ALICE, "我的邮箱是哪个", writer=NO_SESSION)
     assert [s.item.value for s in recalled.items] == ["a@new.com"]
 
 
@@ -51,7 +52,7 @@ async def test_newer_value_wins_over_an_archived_one(memory: MemoryService):
 async def test_a_proposal_waits_pending_and_is_never_recalled(memory: MemoryService):
     proposed = await memory.propose(ALICE, "contact.phone", "13800001111", session_id="s1")
     assert (proposed.action, proposed.item.status) == ("proposed", "pending")
-    assert (await memory.recall(ALICE, "我的手机号是多少")).items == []
+    assert (await memory.recall(ALICE, "我的手机号是多少", writer=NO_SESSION)).items == []
     again = await memory.propose(ALICE, "contact.phone", "13800001111")
     assert again.action == "unchanged" and again.item.id == proposed.item.id
 
@@ -60,7 +61,7 @@ async def test_pending_then_verified_then_recalled(memory: MemoryService):
     proposed = await memory.propose(ALICE, "contact.phone", "13800001111", session_id="s1")
     verified = await memory.verify(ALICE, proposed.item.id, actor="agent:7", reason="read back")
     assert verified.item.status == "active" and verified.item.confidence == 0.95
-    recalled = await memory.recall(ALICE, "我的手机号是多少")
+    recalled = await memory.recall(ALICE, "我的手机号是多少", writer=NO_SESSION)
     assert [s.item.value for s in recalled.items] == ["13800001111"]
     actions = [h.action for h in await memory.history(ALICE, proposed.item.id)]
     assert actions == ["proposed", "verified"]
@@ -98,7 +99,9 @@ async def test_rejected_proposals_are_kept_for_audit_and_not_proposed_again(memo
     assert (await memory.get(ALICE, proposed.item.id)).status == "rejected"
     again = await memory.propose(ALICE, "preference.courier", "EMS")
     assert again.action == "unchanged" and again.item.status == "rejected"
-    assert (await memory.recall(ALICE, "用什么快递", intent="track_shipment")).items == []
+    assert (
+        await memory.recall(ALICE, "用什么快递", writer=NO_SESSION, intent="track_shipment")
+    ).items == []
 
 
 async def test_bulk_write_is_one_transaction(memory: MemoryService, db):

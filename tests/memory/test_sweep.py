@@ -8,6 +8,7 @@ from app.memory.service import MemoryService
 from app.memory.sweep import Retention
 from app.memory.sweeper import MemorySweeper
 from app.memory.testing import FixedClock
+from app.storage.session_writer import NO_SESSION
 from tests.memory.conftest import ALICE, BOB
 
 
@@ -35,7 +36,7 @@ async def test_sweep_archives_decayed_and_expired_and_keeps_the_rest(
     assert reasons[-1] == "expired"
     # archived: listed, never recalled
     clock.advance(hours=3)
-    assert (await memory.recall(ALICE, "还是用上次的快递")).items == []
+    assert (await memory.recall(ALICE, "还是用上次的快递", writer=NO_SESSION)).items == []
 
 
 async def test_sweep_rejects_stale_proposals_and_purges_after_retention(db, clock: FixedClock):

@@ -13,6 +13,7 @@ import pytest
 
 from app.principal import Principal
 from app.storage.approvals import ApprovalStore
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import TurnScope
@@ -29,7 +30,13 @@ async def test_a_decision_through_another_process_wakes_the_waiting_turn(open_db
     session = await SessionStore(db).create("acme", "u1", {})
     here = ApprovalBroker(ApprovalStore(db), timeout_s=30, recheck_s=0.05)
     there = ApprovalBroker(ApprovalStore(db), timeout_s=30, recheck_s=0.05)
-    scope = TurnScope("acme", "u1", session.id, await a_turn(db, "acme", session.id))
+    scope = TurnScope(
+        "acme",
+        "u1",
+        session.id,
+        await a_turn(db, "acme", session.id),
+        writer=SessionWriter(session.id),
+    )
     created: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def on_created(approval: Any) -> None:
@@ -58,7 +65,13 @@ async def test_without_a_decision_it_still_expires(open_db: Any) -> None:
     session = await SessionStore(db).create("acme", "u1", {})
     broker = ApprovalBroker(ApprovalStore(db), timeout_s=0.3, recheck_s=0.05)
     outcome = await broker.request(
-        TurnScope("acme", "u1", session.id, await a_turn(db, "acme", session.id)),
+        TurnScope(
+            "acme",
+            "u1",
+            session.id,
+            await a_turn(db, "acme", session.id),
+            writer=SessionWriter(session.id),
+        ),
         call_id="call_1",
         tool="refund",
         arguments={},

@@ -17,13 +17,14 @@ import pytest
 from app.errors import ConfigError, ToolHandlerError, ToolsFileError
 from app.llm.gateway import RequestedToolCall
 from app.settings import Settings
+from app.storage.session_writer import SessionWriter
 from app.tools.context import ToolContext, TurnScope
 from app.tools.deps import Dependencies, Provider, dependency_of, open_dependencies
-from app.tools.executor import ToolExecutor
 from app.tools.handlers import build_runner
 from app.tools.loader import ToolsFile, load_tools_file, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
+from tests.tools.executors import executor_on
 
 if TYPE_CHECKING:
 
@@ -139,11 +140,11 @@ class Events:
 
 
 def scope(user_id: str) -> TurnScope:
-    return TurnScope("default", user_id, "ses_1", "turn_1")
+    return TurnScope("default", user_id, "ses_1", "turn_1", writer=SessionWriter("ses_1"))
 
 
 async def test_a_deployments_own_backend_reaches_its_tool_through_the_executor(
-    tmp_path: Path,
+    tmp_path: Path, open_db: Any
 ) -> None:
     OPENED.clear()
     tools = load(tmp_path, "version: 1\n" + PROVIDERS + "tools:" + TOOL)
@@ -153,7 +154,7 @@ async def test_a_deployments_own_backend_reaches_its_tool_through_the_executor(
 
     async with open_dependencies(tools.needed(), Settings(db_path=tmp_path / "h.db")) as deps:
         assert OPENED == ["crm"]
-        executor = ToolExecutor(registry_of(tools), deps=deps)
+        executor = executor_on(await open_db(), registry_of(tools), deps=deps)
         call = RequestedToolCall("c1", "customer_tier", "{}")
         [known] = await executor.run_calls([call], scope("u1"), Events())
         [unknown] = await executor.run_calls([call], scope("u2"), Events())
@@ -169,13 +170,13 @@ async def test_a_deployments_own_backend_reaches_its_tool_through_the_executor(
     assert clock.status == "success"
 
 
-async def test_a_tools_file_that_needs_nothing_opens_nothing(tmp_path: Path) -> None:
+async def test_a_tools_file_that_needs_nothing_opens_nothing(tmp_path: Path, open_db: Any) -> None:
     OPENED.clear()
     clock_only = TOOL[TOOL.index("  - name: get_current_time") :]
     tools = load(tmp_path, "version: 1\n" + PROVIDERS + "tools:\n" + clock_only)
     assert tools.needed() == []
     async with open_dependencies(tools.needed(), Settings(db_path=tmp_path / "h.db")) as deps:
-        ToolExecutor(registry_of(tools), deps=deps)
+        executor_on(await open_db(), registry_of(tools), deps=deps)
     assert OPENED == []
 
 
@@ -221,15 +222,18 @@ def test_bad_providers_stop_the_load_at_their_line(
     assert reason in str(info.value)
 
 
-async def test_an_executor_without_a_tools_dependency_refuses_to_start(tmp_path: Path) -> None:
+async def test_an_executor_without_a_tools_dependency_refuses_to_start(
+    tmp_path: Path, open_db: Any
+) -> None:
     registry = registry_of(load(tmp_path, "version: 1\n" + PROVIDERS + "tools:" + TOOL))
+    db = await open_db()
     with pytest.raises(ConfigError) as info:
-        ToolExecutor(registry)
+        executor_on(db, registry, deps=Dependencies())
     assert str(info.value) == (
         "tool customer_tier: needs tests.tools.test_deps.Crm, which this deployment does not "
         "provide (list its provider under `providers:` in tools.yaml)"
     )
-    ToolExecutor(registry, deps=Dependencies({Crm: Crm({})}))  # given: fine
+    executor_on(db, registry, deps=Dependencies({Crm: Crm({})}))  # given: fine
 
 
 def test_what_a_function_needs_is_read_from_its_context_type() -> None:

@@ -17,26 +17,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from app.conversation.events import EventBus
+from app.conversation.bus import EventBus
 from app.llm.gateway import RequestedToolCall
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.resilience.breaker import BreakerPolicy
-from app.settings import PROJECT_ROOT
-from app.storage.approvals import ApprovalStore
+from app.settings import PROJECT_ROOT, ToolSettings
 from app.storage.port import Database
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.sqlite import SqliteDatabase
-from app.storage.tool_calls import ToolCallStore
 from app.testing import LiveService
 from app.tools.approvals import ApprovalBroker
 from app.tools.context import TurnScope, idempotency_key
-from app.tools.executor import ExecutorConfig, ToolExecutor
-from app.tools.flow import ToolGuards
+from app.tools.executor import ToolExecutor
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
 from tests.conftest import a_turn, new_session
+from tests.tools.executors import executor_on, local_guards
 from tests.tools.fixture_tools import REC
 
 HERE = Path(__file__).parent
@@ -51,7 +50,7 @@ class Clock:
 
 
 class Recorded:
-    """ToolEvents that keeps what it was told."""
+    """ToolReports that keeps what it was told."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
@@ -95,7 +94,9 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 async def scope(db: Database) -> TurnScope:
     session = await SessionStore(db).create("default", "u1", {})
     turn_id = await a_turn(db, "default", session.id)
-    return TurnScope("default", "u1", session.id, turn_id, "trace_1")
+    return TurnScope(
+        "default", "u1", session.id, turn_id, "trace_1", writer=SessionWriter(session.id)
+    )
 
 
 @pytest.fixture
@@ -105,13 +106,12 @@ def clock() -> Clock:
 
 @pytest.fixture
 def executor(db: Database, clock: Clock) -> ToolExecutor:
-    bus = EventBus()
-    return ToolExecutor(
+    return executor_on(
+        db,
         registry_from(HERE / "fixture_tools.yaml"),
-        guards=ToolGuards(policy=BreakerPolicy(5, 3, 600), clock=clock),
-        calls=ToolCallStore(db, bus.publish),
-        approvals=ApprovalBroker(ApprovalStore(db, bus.publish), timeout_s=5),
-        config=ExecutorConfig(max_result_tokens=300, max_failures_per_turn=3),
+        guards=local_guards(BreakerPolicy(5, 3, 600), clock),
+        config=ToolSettings(result_max_tokens=300, max_failures_per_turn=3),
+        publish=EventBus().publish,
     )
 
 
@@ -375,7 +375,7 @@ async def test_http_tool_against_a_local_server(
     (tmp_path / "tools.yaml").write_text(yaml_text)
     try:
         async with httpx.AsyncClient() as client:
-            executor = ToolExecutor(registry_from(tmp_path / "tools.yaml", client))
+            executor = executor_on(db, registry_from(tmp_path / "tools.yaml", client))
             tools = executor.for_turn(scope, Recorded())
             ok = await tools.run_one(
                 call("lookup_http", {"order_id": "202405201234", "verbose": True})
@@ -480,7 +480,7 @@ async def test_an_id_reused_for_a_different_call_in_a_later_round_runs_that_call
 
 
 def test_the_idempotency_key_follows_the_arguments() -> None:
-    scope = TurnScope("default", "u1", "ses_1", "trn_1")
+    scope = TurnScope("default", "u1", "ses_1", "trn_1", writer=SessionWriter("ses_1"))
     key = idempotency_key(scope, "c1", "write_note", {"text": "a", "n": 1})
     assert key == idempotency_key(scope, "c1", "write_note", {"n": 1, "text": "a"})  # canonical
     assert key != idempotency_key(scope, "c1", "write_note", {"text": "b", "n": 1})

@@ -59,6 +59,16 @@ async def request_return(
     }
 
 
+async def return_precheck(
+    ctx: ToolContext[ShopBackend], order_id: str, reason: str | None = None
+) -> None:
+    """request_return's precheck (tools.yaml): a return the backend refuses (someone else's
+    order, one not delivered, one already returned) is answered before any read-back."""
+    refusal = await ctx.deps.store.return_refusal(actor(ctx), order_id=order_id)
+    if refusal is not None:
+        raise refuse(refusal)
+
+
 async def refund_history(ctx: ToolContext[ShopBackend], query: HistoryQuery) -> History:
     """What was already refunded to this customer: on the call's order (`per: order_id`) or
     in the rule's window (`per: customer`). A call without an amount refunds what is left of

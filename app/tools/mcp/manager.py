@@ -79,15 +79,11 @@ class McpManager:
         # Without a database, approvals last as long as the process.
         self.definitions: DefinitionStore = definitions or MemoryDefinitionStore()
         options = ConnectOptions(
-            connect_timeout_s=settings.mcp_connect_timeout_s,
-            env_allowlist=list(settings.mcp_env_allowlist),
+            connect_timeout_s=settings.mcp.connect_timeout_s,
+            env_allowlist=list(settings.mcp.env_allowlist),
             backoff=backoff or Backoff(),
         )
-        policy = BreakerPolicy(
-            max_failures=settings.tool_breaker_failures,
-            max_timeouts=settings.tool_breaker_timeouts,
-            open_seconds=settings.tool_breaker_open_s,
-        )
+        policy = BreakerPolicy.from_settings(settings.tools)
         self.connections: dict[str, ServerConnection] = {
             name: ServerConnection(
                 server,
@@ -134,7 +130,7 @@ class McpManager:
     # -- tools ----------------------------------------------------------------------------------
 
     def timeout_s(self, server: ServerConfig) -> float:
-        return server.timeout_s or self.settings.mcp_call_timeout_s
+        return server.timeout_s or self.settings.mcp.call_timeout_s
 
     async def _sync_tools(self, conn: ServerConnection, tools: list[Tool]) -> None:
         server = conn.config

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from app.storage import audit
 from app.storage.port import Connection, Database
+from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Tx
 from app.tools.mcp.definitions import Definition
 
@@ -124,7 +125,7 @@ class SqliteDefinitionStore:
                     details={"fingerprint": approved.fingerprint, "decision": approved.decision},
                 )
 
-        await self.db.write(write)
+        await self.db.write(NO_SESSION, write)
         return approved
 
     async def decisions(self, server: str, tool: str) -> list[Decision]:

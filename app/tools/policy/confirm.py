@@ -41,22 +41,25 @@ class Readback:
 
 def mask_value(value: Any, redactor: Redactor) -> str:
     """A value as it is read back: masked like everywhere else, and long free text (an
-    address) shortened to its ends so the customer recognises it without hearing it all."""
+    address) shortened to its ends so the customer recognises it without hearing it all. A
+    number that is not masked (an order number) is read in full: it is what they check."""
     text = str(value)
     masked = redactor.text(text)
-    if masked != text or len(text) <= 10:
+    if masked != text or len(text) <= 10 or text.isdigit():
         return masked
     return text[:6] + "***" + text[-2:]
 
 
 def readback(spec: ToolSpec, args: dict[str, Any], redactor: Redactor) -> Readback:
     assert spec.confirm is not None
-    labels = spec.confirm.labels
+    labels, absent = spec.confirm.labels, spec.confirm.absent
 
     def shown(name: str, lang: str) -> str:
         value = args.get(name)
         if value is None:
-            return "-"
+            return absent.get(name, {}).get(lang, "-")
+        if isinstance(value, float):
+            value = f"{value:.2f}"  # an amount as money is written: 89.00, not 89.0
         label = labels.get(name, {}).get(lang, {}).get(str(value))
         return label if label is not None else mask_value(value, redactor)
 

@@ -15,6 +15,7 @@ from app.demo.mail import SmtpMailer
 from app.demo.store import DemoStore
 from app.demo.testing import SmtpSink
 from app.settings import PROJECT_ROOT, Settings
+from app.storage.session_writer import SessionWriter
 from app.tools.context import ToolContext, TurnScope
 from app.tools.loader import load_tools
 from app.tools.spec import ToolSpec
@@ -65,7 +66,14 @@ def ctx(shop: ShopBackend) -> Ctx:
     def make(
         user_id: str = LI_LEI, key: str = "idem_test_0001", tool: str = "t"
     ) -> ToolContext[ShopBackend]:
-        scope = TurnScope("default", user_id, "sess_test", "turn_test", "trace_test")
+        scope = TurnScope(
+            "default",
+            user_id,
+            "sess_test",
+            "turn_test",
+            "trace_test",
+            writer=SessionWriter("sess_test"),
+        )
         return ToolContext(scope, "call_1", tool, key, shop)
 
     return make

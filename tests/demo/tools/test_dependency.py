@@ -9,7 +9,9 @@ import pytest
 
 from app.demo.backend import SHOP, ShopBackend
 from app.errors import ToolsFileError
+from app.knowledge.passages import KnowledgeSearch
 from app.settings import PROJECT_ROOT
+from app.tools.deps import RUNTIME_GIVEN
 from app.tools.loader import load_tools_file, resolve_python
 
 TOOLS = PROJECT_ROOT / "tools.yaml"
@@ -19,6 +21,8 @@ def test_every_demo_tool_needs_the_shop_and_the_clock_needs_nothing() -> None:
     tools = load_tools_file(TOOLS, resolve=resolve_python)
     needs = {spec.name: spec.dependency for spec in tools.tools}
     assert needs.pop("get_current_time") is None
+    # The built-in knowledge search takes what the runtime gives it, no provider of the file's.
+    assert needs.pop("search_knowledge") is KnowledgeSearch and KnowledgeSearch in RUNTIME_GIVEN
     assert len(needs) == 8 and set(needs.values()) == {ShopBackend}
     assert tools.needed() == [SHOP]
 

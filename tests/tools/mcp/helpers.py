@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.settings import Settings
+from app.storage.session_writer import SessionWriter
 from app.tools.context import ToolContext, TurnScope
 from app.tools.mcp.health import Backoff
 from app.tools.mcp.manager import McpManager
@@ -21,7 +22,7 @@ def settings(**overrides: Any) -> Settings:
 
 
 def ctx(call_id: str = "call_1") -> ToolContext:
-    scope = TurnScope("default", "u1", "s1", "t1")
+    scope = TurnScope("default", "u1", "s1", "t1", writer=SessionWriter("s1"))
     return ToolContext(
         scope=scope, call_id=call_id, tool="x", idempotency_key="idem_" + call_id, deps=None
     )

@@ -6,20 +6,22 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.errors import DefinitionMoved, McpServerNotFound, McpToolNotFound, ToolHandlerError
 from app.llm.gateway import RequestedToolCall
 from app.settings import PROJECT_ROOT
+from app.storage.session_writer import SessionWriter
 from app.storage.sqlite import SqliteDatabase
 from app.tools.context import TurnScope
-from app.tools.executor import ToolExecutor
 from app.tools.mcp.naming import MAX_LENGTH
 from app.tools.mcp.store import FIRST_SEEN, SqliteDefinitionStore
 from app.tools.registry import ToolRegistry
 from app.tools.results import ToolResult
 from tests.mcp_servers.processes import http_server, scripted_stdio
+from tests.tools.executors import executor_on
 from tests.tools.mcp.conftest import ManagerFactory
 from tests.tools.mcp.helpers import CONNECT_S, call, connected
 
@@ -228,14 +230,14 @@ async def test_approvals_survive_a_restart(make_manager: ManagerFactory, tmp_pat
 
 
 async def test_calls_through_the_executor_are_fenced_as_untrusted(
-    make_manager: ManagerFactory,
+    make_manager: ManagerFactory, open_db: Any
 ) -> None:
     registry = ToolRegistry()
     manager = await make_manager(
         {"s": scripted_stdio(risk={"echo": "read", "odd": "read"})}, registry=registry
     )
     await connected(manager, "s")
-    executor = ToolExecutor(registry)
+    executor = executor_on(await open_db(), registry)
 
     class Quiet:
         async def started(self, call: RequestedToolCall) -> None:
@@ -250,7 +252,7 @@ async def test_calls_through_the_executor_are_fenced_as_untrusted(
         RequestedToolCall("c3", "mcp__s__echo", json.dumps({"wrong": 1})),
     ]
     ok, failed, invalid = await executor.run_calls(
-        calls, TurnScope("default", "u", "s", "t"), Quiet()
+        calls, TurnScope("default", "u", "s", "t", writer=SessionWriter("s")), Quiet()
     )
     assert ok.status == "success" and ok.data == {"result": "hi"}
     assert ok.metadata["untrusted"] is True

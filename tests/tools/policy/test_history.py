@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.storage.session_writer import SessionWriter
 from app.tools.context import ToolContext, TurnScope
 from app.tools.loader import load_tools, resolve_python
 from app.tools.policy import history
@@ -70,7 +71,9 @@ def spec(tmp_path: Path) -> ToolSpec:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem", None)
+    return ToolContext(
+        TurnScope("t", "u", "s", "turn", writer=SessionWriter("s")), "c1", "pay_out", "idem", None
+    )
 
 
 async def test_within_the_limit_nothing_is_found(spec: ToolSpec) -> None:

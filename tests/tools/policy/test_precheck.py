@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.errors import ToolHandlerError, ToolsFileError
+from app.storage.session_writer import SessionWriter
 from app.tools.context import ToolContext, TurnScope
 from app.tools.loader import load_tools, resolve_python
 from app.tools.policy import precheck
@@ -63,7 +64,9 @@ def spec(tmp_path: Path) -> ToolSpec:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(TurnScope("t", "u", "s", "turn"), "c1", "pay_out", "idem", None)
+    return ToolContext(
+        TurnScope("t", "u", "s", "turn", writer=SessionWriter("s")), "c1", "pay_out", "idem", None
+    )
 
 
 async def test_a_refusal_is_the_tools_own_answer(spec: ToolSpec) -> None:

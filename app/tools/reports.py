@@ -8,7 +8,7 @@ this Protocol, so they are the same whether steps are recorded or not. It lives 
 the lowest package whose types it speaks of, so the executor, the workflow and the conversation
 may all depend on it.
 
-`ToolEvents` is the part the executor calls.
+`ToolReports` is the part the executor calls.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from app.tools.results import ToolResult
 from app.tools.spec import ToolSpec
 
 
-class ToolEvents(Protocol):
+class ToolReports(Protocol):
     """What the executor reports about each tool call of a turn."""
 
     async def started(self, call: RequestedToolCall) -> None: ...
@@ -35,7 +35,7 @@ class ToolEvents(Protocol):
     async def approval_resolved(self, call: RequestedToolCall, approval: Approval) -> None: ...
 
 
-class TurnEvents(ToolEvents, Protocol):
+class TurnReports(ToolReports, Protocol):
     """Everything one turn reports, from the loop and the executor."""
 
     # -- the reply as it streams ----------------------------------------------------------------
@@ -48,7 +48,7 @@ class TurnEvents(ToolEvents, Protocol):
         """Send the text gathered so far now (before a failure is recorded, say)."""
         ...
 
-    def hold(self) -> None:
+    def defer_text(self) -> None:
         """The reply is complete: its last text goes out with the turn's next write."""
         ...
 
