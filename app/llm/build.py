@@ -9,7 +9,7 @@ Every model but `hermes/local` is behind the masking policy, when one is active
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from app.llm.catalog import Direct, Local, ModelApi, ModelConfig, ViaLiteLLM, routes
 from app.llm.chain import ChainLink, ModelChain
@@ -23,32 +23,46 @@ from app.llm.pseudonyms import MaskingPolicy
 from app.llm.retry import RetryPolicy
 from app.nlu.types import Parser
 from app.resilience.breaker import BreakerFactory, BreakerPolicy
+from app.settings import Settings
 
 
 @dataclass(frozen=True)
 class ChainOptions:
-    api: ModelApi = "auto"
-    timeout_s: float = 60.0
-    max_connections: int = 100  # per model server (HERMES_MODEL_MAX_CONNECTIONS)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    breaker: BreakerPolicy = field(
-        default_factory=lambda: BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
-    )
-    local: LocalModelConfig = field(default_factory=LocalModelConfig)
+    api: ModelApi
+    timeout_s: float
+    max_connections: int  # per model server
+    retry: RetryPolicy
+    breaker: BreakerPolicy
+    local: LocalModelConfig
     breakers: BreakerFactory | None = None  # where breaker state lives; None: in this process
     # What remote models may see of phones, emails, ID and bank cards; None: everything.
     masking: MaskingPolicy | None = None
 
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, breakers: BreakerFactory | None = None
+    ) -> ChainOptions:
+        model = settings.model
+        return cls(
+            api=model.api,
+            timeout_s=model.timeout_s,
+            max_connections=model.max_connections,
+            retry=RetryPolicy.from_settings(model),
+            breaker=BreakerPolicy.from_settings(model),
+            local=LocalModelConfig.from_settings(settings.nlu),
+            breakers=breakers,
+            masking=MaskingPolicy.from_settings(settings),
+        )
+
 
 def build_chain(
     configs: list[ModelConfig],
-    options: ChainOptions | None = None,
+    options: ChainOptions,
     *,
     parser: Parser | None = None,
     redact: Redact | None = None,
 ) -> ModelChain:
     """A chain over `configs` in order; `parser` serves `hermes/local` when it is among them."""
-    options = options or ChainOptions()
     if not configs:
         raise ValueError("a model chain needs at least one model")
     found = routes(configs[0], configs[1:], options.api)

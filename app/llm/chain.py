@@ -84,19 +84,18 @@ class ModelChain:
         self,
         links: list[ChainLink],
         *,
-        retry: RetryPolicy | None = None,
-        breaker: BreakerPolicy | None = None,
-        timeout_s: float = 60.0,
+        retry: RetryPolicy,
+        breaker: BreakerPolicy,
+        timeout_s: float,
         redact: Redact | None = None,
         breakers: BreakerFactory | None = None,
     ) -> None:
         if not links:
             raise ValueError("a model chain needs at least one model")
-        self._retry = retry or RetryPolicy()
+        self._retry = retry
         self._tries = self._retry.caller()
         self._timeout_s = timeout_s
         self._redact = redact or _unchanged
-        policy = breaker or BreakerPolicy(max_failures=3, max_timeouts=2, open_seconds=30.0)
         make = breakers or local_breakers()
         self._links = [
             _Link(
@@ -104,7 +103,7 @@ class ModelChain:
                 link.model,
                 None
                 if i == len(links) - 1
-                else make(f"model:{link.name}", link.name, policy, self._breaker_changed),
+                else make(f"model:{link.name}", link.name, breaker, self._breaker_changed),
             )
             for i, link in enumerate(links)
         ]

@@ -23,7 +23,7 @@ class _Lease:
 
 
 class ModelClients:
-    def __init__(self, *, max_connections: int = 100, timeout_s: float = 60.0) -> None:
+    def __init__(self, *, max_connections: int, timeout_s: float) -> None:
         self._max_connections = max_connections
         # The chain bounds every wait on a model; these bound the socket operations beneath it.
         self._timeout = aiohttp.ClientTimeout(

@@ -19,12 +19,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from app.llm.catalog import ModelConfig
-from app.llm.chain import ChainLink, ModelChain
 from app.llm.failures import ModelFailure, code_for_status, parse_retry_after
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
-from app.llm.retry import RetryPolicy
 
-__all__ = ["LiteLLMGateway", "LiteLLMModel", "ModelConfig", "import_litellm"]
+__all__ = ["LiteLLMModel", "ModelConfig", "import_litellm"]
 
 
 def import_litellm() -> Any:
@@ -42,7 +40,7 @@ def import_litellm() -> Any:
 
 
 class LiteLLMModel:
-    def __init__(self, config: ModelConfig, *, timeout_s: float = 60.0) -> None:
+    def __init__(self, config: ModelConfig, *, timeout_s: float) -> None:
         self._litellm = import_litellm()
         self.config = config
         self._params: dict[str, Any] = {
@@ -156,25 +154,3 @@ def _retry_after(exc: BaseException) -> float | None:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
     return parse_retry_after(headers)
-
-
-class LiteLLMGateway(ModelChain):
-    """A chain whose every model goes through LiteLLM: `primary`, then `fallbacks` in order."""
-
-    def __init__(
-        self,
-        primary: ModelConfig,
-        fallbacks: list[ModelConfig] | None = None,
-        *,
-        timeout_s: float = 60.0,
-        retries: int = 2,
-        retry: RetryPolicy | None = None,
-        **chain: Any,
-    ) -> None:
-        links = [
-            ChainLink(cfg.model, LiteLLMModel(cfg, timeout_s=timeout_s))
-            for cfg in [primary, *(fallbacks or [])]
-        ]
-        super().__init__(
-            links, retry=retry or RetryPolicy(retries=retries), timeout_s=timeout_s, **chain
-        )

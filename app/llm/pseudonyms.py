@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from app.llm.messages import ChatMessage
+from app.settings import MASKING_KINDS, Settings
 from app.text.detectors import DETECTORS, Detector
 
 Mode = Literal["off", "mask", "pseudonymise"]
 MODES: tuple[str, ...] = get_args(Mode)
-KINDS: tuple[str, ...] = ("phone", "email", "id_card", "bank_card")
+KINDS: tuple[str, ...] = MASKING_KINDS  # the values HERMES_MODEL_MASKING_KINDS may name
 
 # 32 symbols, none of them easy to misread (no 0/O, 1/I); 4 of them carry 20 bits.
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -53,9 +54,9 @@ _KEPT = re.compile("\x00(\\d+)\x00")
 class MaskingPolicy:
     """The mode for each tenant (`tenants`, else `default`) and the kinds it covers."""
 
-    default: Mode = "pseudonymise"
-    tenants: Mapping[str, Mode] = field(default_factory=dict)
-    kinds: frozenset[str] = frozenset(KINDS)
+    default: Mode
+    tenants: Mapping[str, Mode]
+    kinds: frozenset[str]
     # Keys every session's tokens, so knowing a session id is not enough to recompute them
     # (a brute force over phone numbers would otherwise need only the id). Shared by the
     # processes when configured; else each process has its own, and a session's tokens
@@ -72,6 +73,17 @@ class MaskingPolicy:
         """Some tenant's text is changed (else nothing needs wrapping)."""
         modes = {self.default, *self.tenants.values()}
         return bool(self.kinds) and modes != {"off"}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MaskingPolicy:
+        """`settings.masking`, keyed by the deployment's own secret when one is set (so a
+        session's tokens agree between its processes), else by one chosen per process."""
+        masking, secret = settings.masking, None
+        for configured in (settings.auth.key_pepper, settings.auth.secret):
+            if configured is not None:
+                secret = b"model-masking\x1f" + configured.get_secret_value().encode()
+                break
+        return cls.of(masking.mode, masking.by_tenant, masking.kinds, secret)
 
     @classmethod
     def of(

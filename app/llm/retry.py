@@ -16,16 +16,21 @@ import stamina
 from stamina.instrumentation import RetryDetails, set_on_retry_hooks
 
 from app.llm.failures import ModelFailure
+from app.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    retries: int = 2  # tries after the first one (HERMES_LLM_RETRIES)
-    backoff_s: float = 0.5  # before the first retry, doubling after (HERMES_LLM_RETRY_BACKOFF_S)
-    backoff_max_s: float = 8.0  # (HERMES_LLM_RETRY_BACKOFF_MAX_S)
-    jitter: float = 0.1  # up to this share of backoff_s is added at random
+    retries: int  # tries after the first one
+    backoff_s: float  # before the first retry, doubling after
+    backoff_max_s: float
+    jitter: float = 0.1  # up to this share of backoff_s is added at random (not a setting)
+
+    @classmethod
+    def from_settings(cls, settings: ModelSettings) -> RetryPolicy:
+        return cls(settings.retries, settings.retry_backoff_s, settings.retry_backoff_max_s)
 
     @property
     def tries(self) -> int:

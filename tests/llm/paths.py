@@ -13,10 +13,15 @@ once per test process, by the first test on its path.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
 import pytest
+
+from app.llm.build import ChainOptions
+from app.llm.catalog import ModelApi
+from app.settings import Settings
 
 MODEL_APIS = ("openai", "litellm")
 BOTH_PATHS = pytest.mark.parametrize("model_api", MODEL_APIS, indirect=True)
@@ -31,3 +36,10 @@ def model_api(request: pytest.FixtureRequest) -> str:
 def settings_on_path(make_settings: Any, model_api: str) -> Any:
     """`make_settings` with `model_api` set (a test's own `model_api=` still wins)."""
     return functools.partial(make_settings, model_api=model_api)
+
+
+def chain_options(api: ModelApi = "auto", **changes: Any) -> ChainOptions:
+    """The chain options a service with the default settings has, on `api`, changed by
+    `changes`; masking off unless a test gives a policy (it masks what the fake model sees)."""
+    defaults = ChainOptions.from_settings(Settings(model_api=api))
+    return dataclasses.replace(defaults, **{"masking": None, **changes})

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from app.llm.build import ChainOptions, build_chain
+from app.llm.build import build_chain
 from app.llm.catalog import LOCAL_MODEL, ModelApi, ModelConfig
 from app.llm.litellm_gateway import LiteLLMModel
 from app.llm.local.model import LocalModel
-from app.llm.local.testing import ScriptedParser
 from app.llm.openai_compat import OpenAICompatModel
 from app.llm.testing import FakeLLMServer
+from app.nlu.testing import ScriptedParser
 from tests.conftest import copy_demo
+from tests.llm.paths import chain_options
 
 
 @pytest.mark.parametrize(
@@ -35,7 +36,7 @@ async def test_each_model_takes_its_path_in_order(
         ModelConfig("anthropic/claude-3-5-haiku", api_key="sk-test"),
         ModelConfig(LOCAL_MODEL),
     ]
-    chain = build_chain(configs, ChainOptions(api=api), parser=ScriptedParser())
+    chain = build_chain(configs, chain_options(api), parser=ScriptedParser())
     try:
         assert chain.models == [c.model for c in configs]
         assert [type(link.model) for link in chain._links] == expected
@@ -45,7 +46,7 @@ async def test_each_model_takes_its_path_in_order(
 
 def test_the_local_model_needs_a_parser() -> None:
     with pytest.raises(ValueError, match="parser"):
-        build_chain([ModelConfig(LOCAL_MODEL)])
+        build_chain([ModelConfig(LOCAL_MODEL)], chain_options())
 
 
 _SERVE_ONE_TURN = """

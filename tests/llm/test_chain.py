@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.llm.build import ChainOptions, build_chain
+from app.llm.build import build_chain
 from app.llm.catalog import ModelConfig
 from app.llm.chain import ModelChain
 from app.llm.failures import ModelsFailed
@@ -18,10 +18,10 @@ from app.llm.gateway import ModelRequest, ModelRoute, StreamEnd, collect, tap_ro
 from app.llm.retry import RetryPolicy
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply
 from app.resilience.breaker import BreakerPolicy
-from tests.llm.paths import MODEL_APIS
+from tests.llm.paths import MODEL_APIS, chain_options
 
 REQUEST = ModelRequest(messages=[{"role": "user", "content": "hi"}])
-FAST = RetryPolicy(retries=1, backoff_s=0.001)
+FAST = RetryPolicy(retries=1, backoff_s=0.001, backoff_max_s=1.0)
 
 
 Chain = Callable[..., ModelChain]
@@ -36,7 +36,7 @@ async def chain(fake_llm: FakeLLMServer, request: pytest.FixtureRequest) -> Asyn
     def make(*names: str, **options: Any) -> ModelChain:
         configs = [ModelConfig(f"openai/{n}", fake_llm.url, "sk-test") for n in names]
         options.setdefault("retry", FAST)
-        built.append(build_chain(configs, ChainOptions(api=request.param, **options)))
+        built.append(build_chain(configs, chain_options(request.param, **options)))
         return built[-1]
 
     yield make
@@ -132,8 +132,8 @@ async def test_a_request_the_provider_refuses_does_not_count_against_the_model(
     model = chain(
         "a",
         "b",
-        retry=RetryPolicy(retries=0),
-        breaker=BreakerPolicy(max_failures=2, open_seconds=60),
+        retry=RetryPolicy(retries=0, backoff_s=0, backoff_max_s=0),
+        breaker=BreakerPolicy(max_failures=2, max_timeouts=3, open_seconds=60),
     )
     for _ in range(3):
         await answer(model)
@@ -153,4 +153,4 @@ async def test_the_end_of_the_stream_names_the_configured_model(
 
 def test_a_chain_needs_a_model() -> None:
     with pytest.raises(ValueError, match="at least one"):
-        ModelChain([])
+        ModelChain([], retry=FAST, breaker=BreakerPolicy(3, 2, 30), timeout_s=1.0)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.errors import UpstreamLLMError
-from app.llm.build import ChainOptions, build_chain
+from app.llm.build import build_chain
 from app.llm.catalog import ModelApi, ModelConfig
 from app.llm.gateway import (
     ModelRequest,
@@ -19,7 +19,7 @@ from app.llm.gateway import (
     collect,
 )
 from app.llm.testing import FakeLLMServer, ToolCall, ToolCalls
-from tests.llm.paths import MODEL_APIS
+from tests.llm.paths import MODEL_APIS, chain_options
 
 
 async def items(*values: StreamItem) -> AsyncIterator[StreamItem]:
@@ -76,7 +76,7 @@ async def test_a_real_stream_is_assembled_the_same_on_both_paths(
         ),
         model="m",
     )
-    chain = build_chain([ModelConfig("openai/m", fake_llm.url, "sk-test")], ChainOptions(api=api))
+    chain = build_chain([ModelConfig("openai/m", fake_llm.url, "sk-test")], chain_options(api))
     try:
         reply = await collect(
             chain.stream(ModelRequest(messages=[{"role": "user", "content": "?"}]))

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
-from app.llm.build import ChainOptions, build_chain
+from app.llm.build import build_chain
 from app.llm.catalog import LOCAL_MODEL, ModelConfig
 from app.llm.local.model import LocalModel
-from app.llm.local.testing import ScriptedParser
 from app.llm.masked import MaskedModel
 from app.llm.pseudonyms import KINDS, MaskingPolicy
 from app.llm.testing import FakeLLMServer, RecordedRequest, Reply, Step, ToolCall, ToolCalls
+from app.nlu.testing import ScriptedParser
 from app.testing import LiveService, SseEvent, serve, stream_turn
 from tests.conftest import FIXTURE_TOOLS, new_session
+from tests.llm.paths import chain_options
 from tests.tools.fixture_tools import REC
 
 PHONE, EMAIL = "13812345678", "wang.fang@example.org"
@@ -167,7 +168,7 @@ async def test_only_remote_models_are_wrapped() -> None:
     configs = [ModelConfig("openai/a", "http://127.0.0.1:9/v1", "sk-x"), ModelConfig(LOCAL_MODEL)]
     for default, wrapped in (("pseudonymise", True), ("mask", True), ("off", False)):
         policy = MaskingPolicy.of(default, {}, KINDS)
-        chain = build_chain(configs, ChainOptions(masking=policy), parser=ScriptedParser())
+        chain = build_chain(configs, chain_options(masking=policy), parser=ScriptedParser())
         try:
             remote, local = (link.model for link in chain._links)
             assert isinstance(remote, MaskedModel) is wrapped

@@ -27,13 +27,15 @@ from app.llm.testing import (
     ToolCall,
     ToolCalls,
 )
+from app.settings import ModelSettings
 
 REQUEST = ModelRequest(messages=[{"role": "user", "content": "where is my order?"}])
+MODEL = ModelSettings()  # a service's defaults: timeouts, connections per server
 
 
 @pytest.fixture
 async def clients() -> AsyncIterator[ModelClients]:
-    pool = ModelClients()
+    pool = ModelClients(max_connections=MODEL.max_connections, timeout_s=MODEL.timeout_s)
     yield pool
     assert pool.open_clients == 0, "a model kept its client open after aclose"
 
@@ -48,7 +50,7 @@ async def models(
     assert isinstance(target, Direct)
     both: dict[str, ChatModel] = {
         "direct": OpenAICompatModel("openai/m", target, clients),
-        "litellm": LiteLLMModel(config),
+        "litellm": LiteLLMModel(config, timeout_s=MODEL.timeout_s),
     }
     yield both
     for model in both.values():
@@ -213,7 +215,7 @@ async def test_an_unreachable_server_is_unreachable_on_both_paths(clients: Model
     assert isinstance(target, Direct)
     direct = OpenAICompatModel("openai/m", target, clients)
     try:
-        for model in (direct, LiteLLMModel(config)):
+        for model in (direct, LiteLLMModel(config, timeout_s=MODEL.timeout_s)):
             assert (await failure_of(model)).code == "llm_unreachable"
     finally:
         await direct.aclose()
@@ -258,7 +260,7 @@ async def test_models_behind_one_server_share_one_client_closed_with_the_last(
 
 
 async def test_the_connection_pool_bounds_concurrent_calls(fake_llm: FakeLLMServer) -> None:
-    pool = ModelClients(max_connections=1)
+    pool = ModelClients(max_connections=1, timeout_s=MODEL.timeout_s)
     model = OpenAICompatModel("openai/m", _direct(fake_llm, "m"), pool)
     fake_llm.enqueue(*[Reply("slow", delay=0.3)] * 2, model="m")
     try:

@@ -49,7 +49,7 @@ async def test_backoff_doubles_up_to_the_cap(caplog: pytest.LogCaptureFixture) -
 
 
 async def test_tries_run_out_and_the_last_failure_is_raised() -> None:
-    policy = RetryPolicy(retries=2, backoff_s=0.001)
+    policy = RetryPolicy(retries=2, backoff_s=0.001, backoff_max_s=1.0)
     flaky = Flaky(*[unavailable() for _ in range(5)])
     with pytest.raises(ModelFailure):
         await run(policy, flaky)
@@ -92,7 +92,7 @@ async def test_a_retry_after_replaces_the_backoff_but_is_capped(
 async def test_failures_another_try_cannot_fix_are_not_retried(failure: ModelFailure) -> None:
     flaky = Flaky(failure)
     with pytest.raises(ModelFailure):
-        await run(RetryPolicy(retries=3, backoff_s=0.001), flaky)
+        await run(RetryPolicy(retries=3, backoff_s=0.001, backoff_max_s=1.0), flaky)
     assert flaky.calls == 1
 
 
@@ -104,7 +104,7 @@ async def test_other_exceptions_are_not_retried() -> None:
         calls += 1
         raise KeyError("a bug, not a model failure")
 
-    policy = RetryPolicy(retries=3, backoff_s=0.001)
+    policy = RetryPolicy(retries=3, backoff_s=0.001, backoff_max_s=1.0)
     with pytest.raises(KeyError):
         await policy.caller()(policy.backoff, broken)
     assert calls == 1

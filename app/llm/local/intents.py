@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.llm.local.conversation import Outcome
 from app.llm.local.templates import ASK
-from app.llm.local.transcript import Outcome
 from app.text.tokens import estimate_tokens
 
 TOOL_OF = {

@@ -19,10 +19,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from app.llm.local import templates as t
+from app.llm.local.conversation import Exchange, parse_outcome, text_of
 from app.llm.local.intents import INTENT_OF_TOOL, Call, Done, Memory, Need
 from app.llm.local.replies import result_reply
 from app.llm.local.templates import Lang, Text
-from app.llm.local.transcript import Exchange, parse_outcome, text_of
 
 TOOL = "send_email"
 _LOOKUP = "query_order_status"

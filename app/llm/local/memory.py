@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.llm.local import templates as t
+from app.llm.local.conversation import MEMORY_MESSAGE, text_of
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import MEMORY_MESSAGE, text_of
 from app.memory.cues import is_forget_command
 from app.memory.extract import TurnFacts, extract, remember_request
 from app.memory.lexicon import CATEGORY_KEYS, ENTITIES, normalize

@@ -20,6 +20,7 @@ from app.llm.catalog import LOCAL_MODEL
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
 from app.nlu.types import Parser
+from app.settings import NluSettings
 from app.text.tokens import estimate_message, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -30,8 +31,12 @@ _PIECE = re.compile(r"[^，。！？；：、,.!?;:\s]*[，。！？；：、,.!
 
 @dataclass(frozen=True)
 class LocalModelConfig:
-    min_confidence: float = 0.5  # below it the offline model hands off (HERMES_NLU_MIN_CONFIDENCE)
-    chunk_chars: int = 12  # about this much text per streamed piece
+    min_confidence: float  # below it the offline model hands off
+    chunk_chars: int = 12  # about this much text per streamed piece (not a setting)
+
+    @classmethod
+    def from_settings(cls, settings: NluSettings) -> LocalModelConfig:
+        return cls(settings.min_confidence)
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ class _Answer:
 
 class LocalModel:
     def __init__(self, parser: Parser, config: LocalModelConfig | None = None) -> None:
-        self.config = config or LocalModelConfig()
+        self.config = config or LocalModelConfig.from_settings(NluSettings())
         self.policy = DialoguePolicy(parser, self.config.min_confidence)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:

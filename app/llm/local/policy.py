@@ -13,7 +13,17 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.knowledge.passages import SEARCH_TOOL
 from app.llm.local import templates as t
+from app.llm.local.conversation import (
+    Conversation,
+    Exchange,
+    Outcome,
+    UserTurn,
+    call_key,
+    earlier_results,
+    read,
+)
 from app.llm.local.intents import (
     FREE_TEXT,
     INTENT_OF_TOOL,
@@ -25,6 +35,15 @@ from app.llm.local.intents import (
     asked_slot,
     plan,
 )
+from app.llm.local.knowledge import (
+    accepts_offer,
+    asks,
+    follows_up,
+    knowledge_answer,
+    policy_query,
+    says_yes,
+    searched,
+)
 from app.llm.local.mail import latest_facts, plan_email
 from app.llm.local.memory import (
     memory_reply,
@@ -34,19 +53,15 @@ from app.llm.local.memory import (
 )
 from app.llm.local.replies import filed_refund_reply, result_reply
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import (
-    Exchange,
-    Outcome,
-    Transcript,
-    UserTurn,
-    call_key,
-    earlier_results,
-    read,
-)
 from app.nlu.types import Parser, ParseResult, Slot
+from app.settings import NluSettings
 from app.text.language import latest_language
 
 LOW_CONFIDENCE = "low_confidence"
+# A question about a rule: answered by `knowledge_answer`, never planned into a tool call.
+POLICY_QUESTION = "policy_question"
+# Requests that, put as a question about no order, ask about their rule.
+_ASKED_RULES = frozenset({"return_request", "refund_request"})
 _HANDOFF_INTENTS = frozenset({"human_handoff", "out_of_scope", LOW_CONFIDENCE})
 
 # Words that may surround a bare slot answer ("订单号是 202405201234", "it's SF123456789CN",
@@ -125,7 +140,9 @@ class Understanding:
 
 
 class DialoguePolicy:
-    def __init__(self, parser: Parser, min_confidence: float = 0.5) -> None:
+    def __init__(
+        self, parser: Parser, min_confidence: float = NluSettings().min_confidence
+    ) -> None:
         self.parser = parser
         self.min_confidence = min_confidence
 
@@ -141,6 +158,13 @@ class DialoguePolicy:
             said = said or recalled_note_reply(text, requested, messages, lang)
             if said is not None:
                 return Reply(said, "memory")
+        if u.intent == POLICY_QUESTION:  # before any plan: a question never writes
+            question = policy_query(transcript.user_turns, u.continued)
+            found = searched(transcript.exchanges)
+            if found is None and SEARCH_TOOL in offered:
+                return CallTool(SEARCH_TOOL, {"query": question, "language": lang}, POLICY_QUESTION)
+            focus = transcript.user_turns[-1].text if u.continued else None
+            return Reply(knowledge_answer(question, lang, found, focus), POLICY_QUESTION)
         preferences = recalled_preferences(messages)
         made: dict[tuple[str, str], Exchange] = {}
         for exchange in transcript.exchanges:
@@ -149,6 +173,10 @@ class DialoguePolicy:
             if key and (kept is None or (kept.outcome is None and exchange.outcome is not None)):
                 made[key] = exchange  # an answered call wins over an unanswered repeat of it
         last = transcript.last_result() if transcript.last_is_tool else None
+        if last is not None and transcript.user_turns[-1].after.startswith(t.READBACK_OPENINGS):
+            # "是的" / "确认" to a read-back: the runtime ran the confirmed call; answer from it,
+            # whatever "确认" alone would read as.
+            return self._from_result(last, lang, preferences)
 
         def done(name: str, arguments: dict[str, Any]) -> Outcome | None:
             exchange = made.get(call_key(name, arguments))
@@ -211,6 +239,17 @@ class DialoguePolicy:
                 u.intent, u.continued = active, True
                 if asked in FREE_TEXT:
                     u.memory.answers[asked] = turn.text
+            elif active and turn.after.startswith(t.READBACK_OPENINGS) and says_yes(turn.text):
+                # "是的" to the read-back of the active request's call: the runtime runs it, and
+                # this turn is still that request (its recall, its tools, its reply).
+                u.intent, u.continued = active, True
+            elif u.intent == POLICY_QUESTION and follows_up(turn.text):
+                # "and for damaged items?" / "那质量问题呢": the same question, on a new case
+                u.intent, u.continued = POLICY_QUESTION, True
+            elif accepts_offer(turn):  # "好的" to "shall I get a colleague?": a handoff
+                u.memory.new_thread()
+                u.memory.new_request()
+                u.intent, u.continued = "human_handoff", True
             else:
                 confident = parse.confidence >= self.min_confidence
                 intent = parse.intent if confident else LOW_CONFIDENCE
@@ -218,8 +257,22 @@ class DialoguePolicy:
                     # A long complaint with order details reads as anything; a complaint about
                     # a refund ("the refund took weeks") is not a request to refund again.
                     intent = "complaint"
+                elif (
+                    intent == "complaint"
+                    and asks(turn.text)
+                    and not _COMPLAINT_WORD.search(turn.text)
+                ):
+                    # A question is answered, never filed: "Is anybody picking up the phone at
+                    # the weekend?" reads as a complaint, and a ticket is a write nobody asked
+                    # for. One that says it is a complaint ("我要投诉…吗") still is one.
+                    intent = POLICY_QUESTION
                 elif not confident and _unsure_refund(parse, slots, turn.text):
                     intent = "refund_request"
+                elif intent in _ASKED_RULES and asks(turn.text) and "order_id" not in slots:
+                    # "Can I return an item I no longer want?", "How do I get a refund?": asked
+                    # about no order, it is a question about the rule, answered from the
+                    # documents; naming an order ("Can I return 202405201234?") is a request.
+                    intent = POLICY_QUESTION
                 if intent != active:
                     u.memory.new_thread()
                 u.memory.new_request()
@@ -249,10 +302,12 @@ class DialoguePolicy:
             return True
         if asked == "summary" and parse.confidence < _CLEAR_REQUEST:
             return True  # what happened, told as a story, reads as tracking or order questions
-        switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye"}
+        # A question about a rule never answers a tool's question ("how long does a refund
+        # take for order 202405201235?" after "which order?"): it is asked, not a request.
+        switches = (TOOL_INTENTS - {active}) | {"human_handoff", "goodbye", POLICY_QUESTION}
         return parse.intent not in switches
 
-    def _tool_request(self, transcript: Transcript) -> bool:
+    def _tool_request(self, transcript: Conversation) -> bool:
         """Whether the last message is a confident tool request that carries its details."""
         parse = self.parser.parse(transcript.user_turns[-1].text)
         confident = parse.confidence >= self.min_confidence

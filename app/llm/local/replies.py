@@ -7,9 +7,9 @@ import string
 from typing import Any
 
 from app.llm.local import templates as t
+from app.llm.local.conversation import Exchange, Outcome
 from app.llm.local.formats import money, when
 from app.llm.local.templates import Lang
-from app.llm.local.transcript import Exchange, Outcome
 
 _FORMATTER = string.Formatter()
 _MONEY = {"amount", "total_amount"}

@@ -45,6 +45,30 @@ HANDOFF: dict[str, Text] = {
     },
 }
 
+# How the runtime's read-back of a call to confirm begins (app/tools/policy/confirm.py QUESTION,
+# a layer above): the customer's answer to it runs that call, whose result the reply is about.
+READBACK_OPENINGS = ("请确认：", "Please confirm:")
+
+# A question about a rule with nothing to answer it from (app/llm/local/knowledge.py): no
+# guess, the offer of a colleague.
+POLICY_UNKNOWN: Text = {
+    "zh": "抱歉，这方面的信息我手头暂时没有，不想给您不准确的答复。需要我为您转接人工客服吗？",
+    "en": "I'm sorry, I don't have that information to hand, and I'd rather not guess. "
+    "Shall I get a colleague to help you?",
+}
+
+# A policy answer: the passage's own words, then where they come from (app/llm/local/knowledge.py).
+POLICY_ANSWER: dict[str, Text] = {
+    "same": {
+        "zh": "{words}（来源：《{source}》）",
+        "en": "{words} (Source: {source})",
+    },
+    "other": {
+        "zh": "我们的英文文档《{source}》中写道：{words}",
+        "en": 'Our Chinese document "{source}" says: {words}',
+    },
+}
+
 # Memory: the service stores and forgets; these only answer the customer (app/llm/local/memory.py).
 REMEMBERED: Text = {"zh": "好的，我记住了：{note}。", "en": "Got it, I'll remember that {note}."}
 # "记住这个" with nothing to remember: nothing was stored, so ask rather than claim it was.

@@ -9,7 +9,7 @@ import pytest
 from app.llm.local import templates as t
 from app.llm.local.mail import compose, latest_facts
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Reply
-from app.llm.local.testing import ScriptedParser
+from app.nlu.testing import ScriptedParser
 from tests.llm.local.chat import (
     ALL_TOOLS,
     SHIPMENT,
@@ -32,25 +32,33 @@ EMAIL_ONLY = frozenset({"send_email", "get_current_time"})  # what narrowing off
 @pytest.fixture
 def parser() -> ScriptedParser:
     p = ScriptedParser()
-    p.add(f"Please email me the receipt at {ADDRESS}", "email_request", email=ADDRESS)
-    p.add("email me the order confirmation too", "email_request")
-    p.add("把订单详情发邮件给我", "email_request")
-    p.add(f"请把发票发到我的邮箱 {ADDRESS}", "email_request", email=ADDRESS)
+    p.on(f"Please email me the receipt at {ADDRESS}", "email_request", slots={"email": ADDRESS})
+    p.on("email me the order confirmation too", "email_request")
+    p.on("把订单详情发邮件给我", "email_request")
+    p.on(f"请把发票发到我的邮箱 {ADDRESS}", "email_request", slots={"email": ADDRESS})
     # Answers to "which address?": alone, or in words the classifier takes for a contact change.
-    p.add(ADDRESS, "update_contact", 0.99, email=ADDRESS)
-    p.add(f"发到 {ADDRESS} 吧", "update_contact", 0.9, email=ADDRESS)
-    p.add(f"to {ADDRESS} please", "update_contact", 0.7, email=ADDRESS)
-    p.add("fixed.address@example.com", "update_contact", 0.99, email="fixed.address@example.com")
-    p.add("change my email to old.one@example.com", "update_contact", email="old.one@example.com")
-    p.add(f"check order {ORDER}", "order_status", order_id=ORDER)
-    p.add(f"查一下订单{ORDER}", "order_status", order_id=ORDER)
-    p.add(f"now email me the details at {ADDRESS}", "email_request", email=ADDRESS)
-    p.add(f"把订单详情发到 {ADDRESS}", "email_request", email=ADDRESS)
-    p.add(
+    p.on(ADDRESS, "update_contact", 0.99, slots={"email": ADDRESS})
+    p.on(f"发到 {ADDRESS} 吧", "update_contact", 0.9, slots={"email": ADDRESS})
+    p.on(f"to {ADDRESS} please", "update_contact", 0.7, slots={"email": ADDRESS})
+    p.on(
+        "fixed.address@example.com",
+        "update_contact",
+        0.99,
+        slots={"email": "fixed.address@example.com"},
+    )
+    p.on(
+        "change my email to old.one@example.com",
+        "update_contact",
+        slots={"email": "old.one@example.com"},
+    )
+    p.on(f"check order {ORDER}", "order_status", slots={"order_id": ORDER})
+    p.on(f"查一下订单{ORDER}", "order_status", slots={"order_id": ORDER})
+    p.on(f"now email me the details at {ADDRESS}", "email_request", slots={"email": ADDRESS})
+    p.on(f"把订单详情发到 {ADDRESS}", "email_request", slots={"email": ADDRESS})
+    p.on(
         f"email me the invoice for order {OTHER_ORDER} at {ADDRESS}",
         "email_request",
-        order_id=OTHER_ORDER,
-        email=ADDRESS,
+        slots={"order_id": OTHER_ORDER, "email": ADDRESS},
     )
     return p
 

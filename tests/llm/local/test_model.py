@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
-from app.llm.build import ChainOptions, build_chain
+from app.llm.build import build_chain
 from app.llm.catalog import LOCAL_MODEL, ModelApi, ModelConfig, with_local_fallback
 from app.llm.gateway import ModelRequest, StreamEnd, StreamItem, TextDelta, ToolCallDelta, collect
 from app.llm.local import templates as t
 from app.llm.local.model import LocalModel, LocalModelConfig, split_text
-from app.llm.local.testing import ScriptedParser
 from app.llm.retry import RetryPolicy
 from app.llm.testing import Fail, FakeLLMServer
+from app.nlu.testing import ScriptedParser
 from app.text.tokens import estimate_message, estimate_tokens
 from tests.llm.local.chat import SHIPPED_ORDER, success, tool_call, tool_result, user
+from tests.llm.paths import chain_options
 
 ORDER = "202405201234"
 TOOLS = [
@@ -40,9 +41,9 @@ TOOLS = [
 @pytest.fixture
 def parser() -> ScriptedParser:
     p = ScriptedParser()
-    p.add("我的订单到哪了", "order_status")
-    p.add(f"我的订单{ORDER}到哪了", "order_status", order_id=ORDER)
-    p.add(f"Where is order {ORDER}?", "order_status", order_id=ORDER)
+    p.on("我的订单到哪了", "order_status")
+    p.on(f"我的订单{ORDER}到哪了", "order_status", slots={"order_id": ORDER})
+    p.on(f"Where is order {ORDER}?", "order_status", slots={"order_id": ORDER})
     return p
 
 
@@ -113,7 +114,7 @@ async def test_a_tool_that_is_not_offered_is_not_called(local: LocalModel) -> No
 
 
 async def test_the_threshold_comes_from_the_config(parser: ScriptedParser) -> None:
-    parser.add("呃", "order_status", 0.6)
+    parser.on("呃", "order_status", 0.6)
     model = LocalModel(parser, LocalModelConfig(min_confidence=0.7))
     reply = await collect(model.stream(ModelRequest(messages=[user("呃")])))
     assert reply.text == t.HANDOFF["low_confidence"]["zh"]
@@ -126,7 +127,7 @@ async def test_the_local_model_answers_last_when_the_remote_model_fails(
     fake_llm.enqueue(*[Fail(500)] * 5, model="remote-model")
     chain = build_chain(
         [ModelConfig("openai/remote-model", fake_llm.url, "sk-test"), ModelConfig(LOCAL_MODEL)],
-        ChainOptions(api=api, retry=RetryPolicy(retries=0)),
+        chain_options(api, retry=RetryPolicy(retries=0, backoff_s=0, backoff_max_s=0)),
         parser=parser,
     )
     items = [i async for i in chain.stream(ModelRequest(messages=[user("我的订单到哪了")]))]

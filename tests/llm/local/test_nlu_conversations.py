@@ -13,6 +13,7 @@ from app.llm.gateway import ModelRequest, collect
 from app.llm.local import templates as t
 from app.llm.local.model import LocalModel
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
+from app.llm.local.templates import Lang
 from app.nlu.pipeline import NLUPipeline
 from app.settings import PROJECT_ROOT
 from tests.llm.local.chat import (
@@ -393,3 +394,67 @@ def test_a_clear_request_answering_describe_it_still_switches(nlu: NLUPipeline) 
     c.say("I want to make a complaint")
     c.say(f"Before that, what's the status of order {ORDER}?")
     assert c.calls == [("query_order_status", {"order_id": ORDER})]
+
+
+# -- questions about a rule (issue 27): answered, never acted on ------------------------------
+
+_WRITES = {"request_refund", "request_return", "create_ticket", "reset_password"}
+
+
+@pytest.mark.parametrize(
+    ("lookup", "question", "lang"),
+    [
+        (f"订单{ORDER}到了吗", "退货运费谁出", "zh"),
+        (f"Has order {ORDER} arrived?", "What is your return policy?", "en"),
+        (f"帮我查一下订单{ORDER}", "退款多久能到账", "zh"),
+        (f"Where is order {ORDER}?", "How long does a refund take?", "en"),
+    ],
+)
+def test_a_question_right_after_an_order_lookup_never_writes(
+    nlu: NLUPipeline, lookup: str, question: str, lang: Lang
+) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER))
+    c.say(lookup)
+    reply = c.say(question)
+    assert reply == Reply(t.POLICY_UNKNOWN[lang], "policy_question")
+    # The order number given after the question, as if it had been asked for: a lookup at most.
+    c.say(ORDER)
+    assert {name for name, _ in c.calls} == {"query_order_status"}
+
+
+@pytest.mark.parametrize(
+    ("opening", "question", "lang"),
+    [
+        ("我要退款", f"订单{ORDER}的退款多久能到账", "zh"),
+        ("I want a refund", f"how long does a refund take for order {ORDER}?", "en"),
+    ],
+)
+def test_a_question_carrying_the_asked_order_number_does_not_answer_the_refund(
+    nlu: NLUPipeline, opening: str, question: str, lang: Lang
+) -> None:
+    c = chat(nlu)
+    assert isinstance(c.say(opening), AskForSlot)
+    assert c.say(question) == Reply(t.POLICY_UNKNOWN[lang], "policy_question")
+    assert c.calls == []
+
+
+@pytest.mark.parametrize(
+    ("question", "yes", "lang"),
+    [("发票怎么开", "好的", "zh"), ("Do you ship to Hong Kong?", "yes please", "en")],
+)
+def test_yes_to_the_offered_colleague_is_a_handoff_the_nlu_channel_reports(
+    nlu: NLUPipeline, question: str, yes: str, lang: Lang
+) -> None:
+    c = chat(nlu)
+    c.say(question)
+    assert c.say(yes) == Handoff(t.HANDOFF["human_handoff"][lang], "human_handoff")
+    folded = c.policy.understand_messages(c.messages[:-1])
+    assert (folded.intent, folded.continued) == ("human_handoff", True)
+
+
+def test_anything_but_yes_after_the_offer_is_read_as_itself(nlu: NLUPipeline) -> None:
+    c = chat(nlu, query_order_status=success(SHIPPED_ORDER))
+    c.say("会员积分怎么用")
+    reply = c.say(f"好的，那帮我查一下订单{ORDER}")
+    assert isinstance(reply, Reply) and reply.intent == "order_status"
+    assert not _WRITES & {name for name, _ in c.calls}

@@ -7,7 +7,7 @@ import pytest
 
 from app.llm.local import templates as t
 from app.llm.local.policy import AskForSlot, CallTool, Decision, DialoguePolicy, Handoff, Reply
-from app.llm.local.testing import ScriptedParser
+from app.nlu.testing import ScriptedParser
 from tests.llm.local.chat import (
     ALL_TOOLS,
     PAID_ORDER,
@@ -27,21 +27,21 @@ ORDER = "202405201234"
 @pytest.fixture
 def parser() -> ScriptedParser:
     p = ScriptedParser()
-    p.add("我的订单到哪了", "order_status")
-    p.add("Where is my order?", "order_status")
-    p.add(ORDER, "out_of_scope", 0.3, order_id=ORDER)
-    p.add(f"订单号是{ORDER}", "order_status", 0.6, order_id=ORDER)
-    p.add(f"我的订单{ORDER}到哪了", "order_status", order_id=ORDER)
-    p.add(f"Where is order {ORDER}?", "order_status", order_id=ORDER)
-    p.add("我要退货", "return_request")
-    p.add("I'd like to return it", "return_request")
-    p.add("你好", "greeting")
-    p.add("Hello there", "greeting")
-    p.add("再见", "goodbye")
-    p.add("bye", "goodbye")
-    p.add("转人工", "human_handoff")
-    p.add("What's the weather like?", "out_of_scope", 0.9)
-    p.add("嗯那个呃", "order_status", 0.3)
+    p.on("我的订单到哪了", "order_status")
+    p.on("Where is my order?", "order_status")
+    p.on(ORDER, "out_of_scope", 0.3, slots={"order_id": ORDER})
+    p.on(f"订单号是{ORDER}", "order_status", 0.6, slots={"order_id": ORDER})
+    p.on(f"我的订单{ORDER}到哪了", "order_status", slots={"order_id": ORDER})
+    p.on(f"Where is order {ORDER}?", "order_status", slots={"order_id": ORDER})
+    p.on("我要退货", "return_request")
+    p.on("I'd like to return it", "return_request")
+    p.on("你好", "greeting")
+    p.on("Hello there", "greeting")
+    p.on("再见", "goodbye")
+    p.on("bye", "goodbye")
+    p.on("转人工", "human_handoff")
+    p.on("What's the weather like?", "out_of_scope", 0.9)
+    p.on("嗯那个呃", "order_status", 0.3)
     return p
 
 
@@ -80,8 +80,8 @@ def test_a_bare_answer_continues_the_intent_it_answers(
 
 def test_a_bare_answer_continues_even_when_the_classifier_is_sure_of_something_else() -> None:
     parser = ScriptedParser()
-    parser.add("我要退款", "refund_request")
-    parser.add(f"订单号 {ORDER}", "order_status", 0.9, order_id=ORDER)
+    parser.on("我要退款", "refund_request")
+    parser.on(f"订单号 {ORDER}", "order_status", 0.9, slots={"order_id": ORDER})
     asked = t.ASK["refund_request"]["order_id"]["zh"]
     decision = decide(parser, user("我要退款"), assistant(asked), user(f"订单号 {ORDER}"))
     assert decision == CallTool("request_refund", {"order_id": ORDER}, "refund_request")
@@ -89,8 +89,8 @@ def test_a_bare_answer_continues_even_when_the_classifier_is_sure_of_something_e
 
 def test_a_new_request_with_a_slot_starts_a_new_intent() -> None:
     parser = ScriptedParser()
-    parser.add("我的订单到哪了", "order_status")
-    parser.add(f"算了，我要退货，订单{ORDER}", "return_request", order_id=ORDER)
+    parser.on("我的订单到哪了", "order_status")
+    parser.on(f"算了，我要退货，订单{ORDER}", "return_request", slots={"order_id": ORDER})
     asked = t.ASK["order_status"]["order_id"]["zh"]
     messages = [user("我的订单到哪了"), assistant(asked), user(f"算了，我要退货，订单{ORDER}")]
     decision = decide(parser, *messages)
@@ -136,8 +136,8 @@ def test_slot_memory_comes_only_from_the_messages(parser: ScriptedParser) -> Non
 
 def test_the_latest_value_of_a_slot_wins() -> None:
     parser = ScriptedParser()
-    parser.add("Where is order 202405201234?", "order_status", order_id="202405201234")
-    parser.add("and order 202405201235?", "order_status", 0.7, order_id="202405201235")
+    parser.on("Where is order 202405201234?", "order_status", slots={"order_id": "202405201234"})
+    parser.on("and order 202405201235?", "order_status", 0.7, slots={"order_id": "202405201235"})
     messages = [
         user("Where is order 202405201234?"),
         assistant("Your order 202405201234 is shipped."),
@@ -168,7 +168,7 @@ def test_an_unsure_parse_with_an_amount_and_a_refund_word_is_a_refund(
     text: str, top: str, amount: str, refund: bool
 ) -> None:
     parser = ScriptedParser()
-    parser.add(text, top, 0.4, "refund_request", order_id=ORDER, amount=amount)
+    parser.on(text, top, 0.4, {"order_id": ORDER, "amount": amount}, runner_up="refund_request")
     decision = decide(parser, user(text))
     if refund:
         assert decision == CallTool(
@@ -266,8 +266,10 @@ def test_a_corrected_number_after_not_found_retries_the_same_request(lang: str) 
     other = "202405201235"
     parser = ScriptedParser()
     opening = "我要退款，订单202405209999" if lang == "zh" else "Refund order 202405209999"
-    parser.add(opening, "refund_request", order_id="202405209999")
-    parser.add(other, "order_status", 0.99, order_id=other)  # alone it reads as a status query
+    parser.on(opening, "refund_request", slots={"order_id": "202405209999"})
+    parser.on(
+        other, "order_status", 0.99, slots={"order_id": other}
+    )  # alone it reads as a status query
     policy = DialoguePolicy(parser)
     messages = [
         user(opening),
@@ -312,7 +314,7 @@ def test_a_fallback_result_says_so_without_passing_on_instructions(parser: Scrip
 def test_refusals_say_why_and_outages_say_try_later(code: str, lang: str, expected: str) -> None:
     parser = ScriptedParser()
     opening = f"我要退货，订单{ORDER}" if lang == "zh" else f"I want to return order {ORDER}"
-    parser.add(opening, "return_request", order_id=ORDER)
+    parser.on(opening, "return_request", slots={"order_id": ORDER})
     messages = [
         user(opening),
         tool_call("request_return", {"order_id": ORDER}),
@@ -323,8 +325,8 @@ def test_refusals_say_why_and_outages_say_try_later(code: str, lang: str, expect
 
 def test_a_phone_mismatch_asks_again_and_the_answer_is_used() -> None:
     parser = ScriptedParser()
-    parser.add("我忘记密码了，手机号13800138001", "password_reset", phone="13800138001")
-    parser.add("13800138000", "password_reset", 0.96, phone="13800138000")
+    parser.on("我忘记密码了，手机号13800138001", "password_reset", slots={"phone": "13800138001"})
+    parser.on("13800138000", "password_reset", 0.96, slots={"phone": "13800138000"})
     policy = DialoguePolicy(parser)
     messages = [
         user("我忘记密码了，手机号13800138001"),
@@ -340,7 +342,7 @@ def test_a_phone_mismatch_asks_again_and_the_answer_is_used() -> None:
 
 def test_a_refund_above_the_limit_takes_the_amount_from_the_order() -> None:
     parser = ScriptedParser()
-    parser.add(f"我要退款，订单{ORDER}", "refund_request", order_id=ORDER)
+    parser.on(f"我要退款，订单{ORDER}", "refund_request", slots={"order_id": ORDER})
     big_order = {**SHIPPED_ORDER, "total_amount": 899.0}
     refund = {
         "refund_id": "RF00000001",
@@ -374,8 +376,8 @@ def test_a_refund_above_the_limit_takes_the_amount_from_the_order() -> None:
 
 def test_a_refund_whose_order_cannot_be_read_asks_for_the_amount() -> None:
     parser = ScriptedParser()
-    parser.add(f"Refund order {ORDER}", "refund_request", order_id=ORDER)
-    parser.add("Refund 899 yuan", "refund_request", 0.6, amount="899")
+    parser.on(f"Refund order {ORDER}", "refund_request", slots={"order_id": ORDER})
+    parser.on("Refund 899 yuan", "refund_request", 0.6, slots={"amount": "899"})
     policy = DialoguePolicy(parser)
     messages = [
         user(f"Refund order {ORDER}"),
@@ -460,7 +462,7 @@ def drive(
 
 def test_tracking_by_order_number_looks_the_order_up_then_the_shipment() -> None:
     parser = ScriptedParser()
-    parser.add(f"帮我查一下订单{ORDER}的物流", "track_shipment", order_id=ORDER)
+    parser.on(f"帮我查一下订单{ORDER}的物流", "track_shipment", slots={"order_id": ORDER})
     results = {
         "query_order_status": success(SHIPPED_ORDER),
         "track_shipment": success(SHIPMENT),
@@ -477,7 +479,7 @@ def test_tracking_by_order_number_looks_the_order_up_then_the_shipment() -> None
 
 def test_tracking_an_order_that_has_not_shipped_answers_from_the_order() -> None:
     parser = ScriptedParser()
-    parser.add(f"Track order {ORDER}", "track_shipment", order_id=ORDER)
+    parser.on(f"Track order {ORDER}", "track_shipment", slots={"order_id": ORDER})
     results = {"query_order_status": success(PAID_ORDER)}
     reply, calls = drive(DialoguePolicy(parser), [user(f"Track order {ORDER}")], results)
     assert calls == [("query_order_status", {"order_id": ORDER})]
@@ -486,7 +488,7 @@ def test_tracking_an_order_that_has_not_shipped_answers_from_the_order() -> None
 
 def test_tracking_without_the_shipment_tool_answers_from_the_order() -> None:
     parser = ScriptedParser()
-    parser.add(f"Track order {ORDER}", "track_shipment", order_id=ORDER)
+    parser.on(f"Track order {ORDER}", "track_shipment", slots={"order_id": ORDER})
     tools = ALL_TOOLS - {"track_shipment"}
     results = {"query_order_status": success(SHIPPED_ORDER)}
     reply, calls = drive(DialoguePolicy(parser), [user(f"Track order {ORDER}")], results, tools)
@@ -496,8 +498,8 @@ def test_tracking_without_the_shipment_tool_answers_from_the_order() -> None:
 
 def test_a_bare_tracking_number_keeps_the_conversation_in_chinese() -> None:
     parser = ScriptedParser()
-    parser.add("我的快递到哪了", "track_shipment")
-    parser.add("SF123456789CN", "out_of_scope", 0.2, tracking_number="SF123456789CN")
+    parser.on("我的快递到哪了", "track_shipment")
+    parser.on("SF123456789CN", "out_of_scope", 0.2, slots={"tracking_number": "SF123456789CN"})
     asked = t.ASK["track_shipment"]["tracking_or_order"]["zh"]
     messages = [user("我的快递到哪了"), assistant(asked), user("SF123456789CN")]
     reply, calls = drive(DialoguePolicy(parser), messages, {"track_shipment": success(SHIPMENT)})
@@ -507,8 +509,10 @@ def test_a_bare_tracking_number_keeps_the_conversation_in_chinese() -> None:
 
 def test_a_refund_over_the_limit_says_it_needs_review() -> None:
     parser = ScriptedParser()
-    parser.add(
-        f"I want a refund of 800 for order {ORDER}", "refund_request", order_id=ORDER, amount="800"
+    parser.on(
+        f"I want a refund of 800 for order {ORDER}",
+        "refund_request",
+        slots={"order_id": ORDER, "amount": "800"},
     )
     data = {
         "refund_id": "R1",
@@ -529,8 +533,8 @@ def test_a_refund_over_the_limit_says_it_needs_review() -> None:
 
 def test_password_reset_asks_for_the_phone_then_sends_the_link() -> None:
     parser = ScriptedParser()
-    parser.add("忘记密码了", "password_reset")
-    parser.add("13800138000", "out_of_scope", 0.3, phone="13800138000")
+    parser.on("忘记密码了", "password_reset")
+    parser.on("13800138000", "out_of_scope", 0.3, slots={"phone": "13800138000"})
     first = decide(parser, user("忘记密码了"))
     assert isinstance(first, AskForSlot) and first.slot == "phone"
     messages = [user("忘记密码了"), assistant(first.text), user("13800138000")]
@@ -542,8 +546,8 @@ def test_password_reset_asks_for_the_phone_then_sends_the_link() -> None:
 
 def test_a_short_complaint_asks_for_details_then_logs_a_ticket() -> None:
     parser = ScriptedParser()
-    parser.add("差评", "complaint")
-    parser.add("快递员把包裹扔在门口就走了", "out_of_scope", 0.6)
+    parser.on("差评", "complaint")
+    parser.on("快递员把包裹扔在门口就走了", "out_of_scope", 0.6)
     first = decide(parser, user("差评"))
     assert first == AskForSlot(t.ASK["complaint"]["summary"]["zh"], "complaint", "summary")
     messages = [user("差评"), assistant(first.text), user("快递员把包裹扔在门口就走了")]
@@ -557,11 +561,13 @@ def test_a_short_complaint_asks_for_details_then_logs_a_ticket() -> None:
 
 def test_updating_contact_details_never_reuses_an_older_value() -> None:
     parser = ScriptedParser()
-    parser.add(
-        "I forgot my password, my phone is 13800138000", "password_reset", phone="13800138000"
+    parser.on(
+        "I forgot my password, my phone is 13800138000",
+        "password_reset",
+        slots={"phone": "13800138000"},
     )
-    parser.add("I want to change my phone number", "update_contact")
-    parser.add("13912345678", "out_of_scope", 0.3, phone="13912345678")
+    parser.on("I want to change my phone number", "update_contact")
+    parser.on("13912345678", "out_of_scope", 0.3, slots={"phone": "13912345678"})
     messages = [
         user("I forgot my password, my phone is 13800138000"),
         assistant("A password reset link has been sent."),
@@ -578,10 +584,12 @@ def test_updating_contact_details_never_reuses_an_older_value() -> None:
 
 def test_a_second_contact_change_changes_what_it_names_not_the_first_again() -> None:
     parser = ScriptedParser()
-    parser.add("change my email to a@example.com", "update_contact", email="a@example.com")
-    parser.add("and my phone to 13912345678", "update_contact", phone="13912345678")
-    parser.add("我想改地址", "update_contact")
-    parser.add("北京市朝阳区建国路88号", "out_of_scope", 0.8)
+    parser.on(
+        "change my email to a@example.com", "update_contact", slots={"email": "a@example.com"}
+    )
+    parser.on("and my phone to 13912345678", "update_contact", slots={"phone": "13912345678"})
+    parser.on("我想改地址", "update_contact")
+    parser.on("北京市朝阳区建国路88号", "out_of_scope", 0.8)
     done = {"field": "email", "status": "updated", "masked_value": "a***@example.com"}
     messages = [
         user("change my email to a@example.com"),
@@ -606,9 +614,9 @@ def test_a_second_contact_change_changes_what_it_names_not_the_first_again() -> 
 
 def test_updating_an_address_takes_the_answer_as_the_value() -> None:
     parser = ScriptedParser()
-    parser.add("我想改一下联系方式", "update_contact")
-    parser.add("地址", "out_of_scope", 0.4)
-    parser.add("北京市朝阳区建国路88号", "out_of_scope", 0.8)
+    parser.on("我想改一下联系方式", "update_contact")
+    parser.on("地址", "out_of_scope", 0.4)
+    parser.on("北京市朝阳区建国路88号", "out_of_scope", 0.8)
     messages = [user("我想改一下联系方式")]
     steps = []
     for answer in ("地址", "北京市朝阳区建国路88号"):
@@ -636,7 +644,7 @@ def test_tool_arguments_are_json_serialisable_and_follow_the_contract(
 def test_a_detailed_complaint_is_logged_at_once() -> None:
     parser = ScriptedParser()
     text = "The courier was rude and left my parcel outside in the rain"
-    parser.add(text, "complaint")
+    parser.on(text, "complaint")
     decision = decide(parser, user(text))
     assert decision == CallTool(
         "create_ticket", {"category": "complaint", "summary": text}, "complaint"
@@ -645,8 +653,8 @@ def test_a_detailed_complaint_is_logged_at_once() -> None:
 
 def test_the_effective_intent_is_available_for_narrowing_tools() -> None:
     parser = ScriptedParser()
-    parser.add("我要退款", "refund_request")
-    parser.add("202405201235", "order_status", 0.97, order_id="202405201235")
+    parser.on("我要退款", "refund_request")
+    parser.on("202405201235", "order_status", 0.97, slots={"order_id": "202405201235"})
     asked = t.ASK["refund_request"]["order_id"]["zh"]
     policy = DialoguePolicy(parser)
     u = policy.understand_messages([user("我要退款"), assistant(asked), user("202405201235")])

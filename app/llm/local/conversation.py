@@ -45,7 +45,7 @@ class Exchange:
 
 
 @dataclass(frozen=True)
-class Transcript:
+class Conversation:
     user_turns: list[UserTurn]
     exchanges: list[Exchange]  # of the current turn, in call order
     last_is_tool: bool
@@ -69,7 +69,7 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def read(messages: Sequence[Mapping[str, Any]]) -> Transcript:
+def read(messages: Sequence[Mapping[str, Any]]) -> Conversation:
     turns: list[UserTurn] = []
     last_assistant = ""
     last_user = -1
@@ -86,7 +86,7 @@ def read(messages: Sequence[Mapping[str, Any]]) -> Transcript:
                 last_assistant = text
     tail = messages[last_user + 1 :] if last_user >= 0 else []
     last_is_tool = bool(messages) and messages[-1].get("role") == "tool"
-    return Transcript(turns, _exchanges(tail), last_is_tool)
+    return Conversation(turns, _exchanges(tail), last_is_tool)
 
 
 def _exchanges(tail: Sequence[Mapping[str, Any]]) -> list[Exchange]:
