@@ -160,6 +160,7 @@ def check(
         hit = next((r for r in replies if text.casefold() in r.casefold()), None)
         if hit is not None:
             out.append(Failure("not_contains", where, f"a reply contains {text!r}: {_cut(hit)}"))
+    out += _citations(spec, turns, where)
     if spec.memory is not None:
         out += _memory(spec, turns, memories, where)
     if language != "any":
@@ -173,6 +174,36 @@ def check(
                 )
                 break
     return out
+
+
+def _citations(spec: Expect, turns: Sequence[TurnRecord], where: str) -> list[Failure]:
+    """`cited` / `not_cited` name documents by a substring of their title (case-insensitive):
+    the version or the chunk is told apart by the reply's facts, not here."""
+    cited = [c for t in turns for c in t.citations]
+    titles = [str(c.get("title") or "") for c in cited]
+
+    def among(want: str) -> bool:
+        return any(want.casefold() in t.casefold() for t in titles)
+
+    shown = ", ".join(_cite(c) for c in cited) or "none"
+    out = [
+        Failure("cited", where, f"no citation of {want!r}; cited: {shown}")
+        for want in spec.cited
+        if not among(want)
+    ]
+    out += [
+        Failure("not_cited", where, f"{want!r} was cited; cited: {shown}")
+        for want in spec.not_cited
+        if among(want)
+    ]
+    if spec.no_citations and cited:
+        out.append(Failure("no_citations", where, f"a reply cites {shown}"))
+    return out
+
+
+def _cite(citation: dict[str, Any]) -> str:
+    title, section = citation.get("title") or "?", citation.get("section")
+    return f"{title} › {section}" if section else str(title)
 
 
 def _memory(

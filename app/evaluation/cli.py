@@ -18,6 +18,10 @@ from app.evaluation.report import Targets, render, summarize
 from app.evaluation.runner import InProcess, Remote, RunResult, Target
 from app.evaluation.schedule import run_all
 
+# Scenarios of a feature still being built, by tag: loaded (so their files stay valid) but run
+# only with --include-pending, so `make eval` judges what exists. Empty it when the feature lands.
+PENDING_TAGS = frozenset({"knowledge"})
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -38,6 +42,12 @@ def register(sub: Any) -> None:
         default=[],
         metavar="PATTERN",
         help="run only scenario ids matching this glob (repeatable)",
+    )
+    parser.add_argument(
+        "--include-pending",
+        action="store_true",
+        help=f"also run scenarios tagged {', '.join(sorted(PENDING_TAGS)) or '(none pending)'}"
+        " (a feature still being built)",
     )
     parser.add_argument(
         "--model",
@@ -100,6 +110,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.only:
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.id, p) for p in args.only)]
+    if not args.include_pending:
+        pending = [s for s in scenarios if PENDING_TAGS & set(s.tags)]
+        if pending:
+            print(
+                f"hermes eval: {len(pending)} pending scenarios skipped"
+                f" (tagged {', '.join(sorted(PENDING_TAGS))}); --include-pending runs them",
+                file=sys.stderr,
+            )
+            scenarios = [s for s in scenarios if not PENDING_TAGS & set(s.tags)]
     if not scenarios:
         print("hermes eval: no scenarios to run", file=sys.stderr)
         return 2
@@ -147,7 +166,7 @@ def _target(args: argparse.Namespace) -> tuple[Target | None, str]:
 
     overrides = {"model": args.model} if args.model else {}
     try:
-        model = load_settings(**overrides).model  # fail here, not in every worker
+        model = load_settings(**overrides).model.name  # fail here, not in every worker
     except ConfigError as exc:
         print(f"hermes eval: {exc}", file=sys.stderr)
         return None, ""

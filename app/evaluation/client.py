@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from app.errors import InternalError
-from app.evaluation.scenario import Decision, SeedMemory
+from app.evaluation.scenario import Decision, SeedDocument, SeedMemory
 from app.events import EventType
 from app.testing import post_message_stream, read_events
 
@@ -35,6 +35,8 @@ class ApprovalSeen:
 class TurnRecord:
     say: str
     replies: list[str] = field(default_factory=list)
+    # {document_id, chunk_id, title, section} of every reply's `message.completed`
+    citations: list[dict[str, Any]] = field(default_factory=list)
     tools: list[ToolRun] = field(default_factory=list)
     approvals: list[ApprovalSeen] = field(default_factory=list)
     recalled: list[str] = field(default_factory=list)
@@ -125,6 +127,11 @@ class ServiceClient:
         body = {"key": seed.key, "value": seed.value, "confidence": seed.confidence}
         await self._json(await self.http.post(f"/v1/users/{user_id}/memories", json=body))
 
+    async def add_document(self, document: SeedDocument) -> dict[str, Any]:
+        """Add (or, same title or source_url, replace) a knowledge document: {id, version, …}."""
+        body = document.as_json()
+        return dict(await self._json(await self.http.post("/v1/knowledge/documents", json=body)))
+
     async def clear_memories(self, user_id: str) -> None:
         """Against a shared service: start each scenario with no memories of its customer."""
         for item in await self.memories(user_id):
@@ -138,6 +145,7 @@ def _note(record: TurnRecord, calls: dict[str, ToolRun], kind: str, data: dict[s
     """Record one event of the turn; True when it ends the turn."""
     if kind == EventType.MESSAGE_COMPLETED:
         record.replies.append(str(data.get("text") or ""))
+        record.citations += [c for c in data.get("citations") or [] if isinstance(c, dict)]
     elif kind == EventType.TOOL_STARTED:
         calls[data["call_id"]] = run = ToolRun(data["tool"])
         record.tools.append(run)

@@ -4,6 +4,7 @@ required field is a `ScenarioError` naming the file and the place, never a defau
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from app.evaluation.scenario import (
     Reaction,
     Scenario,
     ScenarioError,
+    SeedDocument,
     SeedMemory,
     Session,
     Simulation,
@@ -152,7 +154,7 @@ def _db(value: Any, at: _At) -> DbExpect:
 
 
 _EXPECT = ["contains", "not_contains", "called", "not_called", "approval_requested",
-           "language", "memory", "failed_turns"]  # fmt: skip
+           "language", "memory", "failed_turns", "cited", "not_cited", "no_citations"]  # fmt: skip
 
 
 def _expect(value: Any, at: _At, *, allow_db: bool = False) -> tuple[Expect, DbExpect | None]:
@@ -170,6 +172,12 @@ def _expect(value: Any, at: _At, *, allow_db: bool = False) -> tuple[Expect, DbE
     failed = body.get("failed_turns")
     if failed is not None and (isinstance(failed, bool) or not isinstance(failed, int)):
         raise (at / "failed_turns").fail("must be a whole number")
+    no_citations = body.get("no_citations", False)
+    if not isinstance(no_citations, bool):
+        raise (at / "no_citations").fail("expected true or false")
+    cited = _texts(body.get("cited", []), at / "cited")
+    if no_citations and cited:
+        raise (at / "no_citations").fail("contradicts cited")
     expect = Expect(
         contains=tuple(contains),
         not_contains=_texts(body.get("not_contains", []), at / "not_contains"),
@@ -179,6 +187,9 @@ def _expect(value: Any, at: _At, *, allow_db: bool = False) -> tuple[Expect, DbE
         language=language,
         memory=_memory(body["memory"], at / "memory") if "memory" in body else None,
         failed_turns=failed,
+        cited=cited,
+        not_cited=_texts(body.get("not_cited", []), at / "not_cited"),
+        no_citations=no_citations,
     )
     db = _db(body["db"], at / "db") if "db" in body else None
     return expect, db
@@ -215,8 +226,45 @@ def _simulation(value: Any, at: _At) -> Simulation:
     )
 
 
+_FORMATS = ("markdown", "html", "text")
+
+
+def _date(value: Any, at: _At) -> str:
+    """YAML reads an unquoted 2025-11-30 as a date: either way, ISO text that parses."""
+    if isinstance(value, date):  # datetime is a date too
+        return value.isoformat()
+    text = _text(value, at)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise at.fail(f"expected an ISO date (2025-11-30), got {text!r}") from None
+    return text
+
+
+def _document(value: Any, at: _At) -> SeedDocument:
+    optional = ["format", "language", "tags", "source_url", "valid_from", "valid_until"]
+    body = _mapping(value, at, ["title", "content"], optional)
+    fmt = body.get("format", "markdown")
+    if fmt not in _FORMATS:
+        raise (at / "format").fail(f"must be {', '.join(_FORMATS)}")
+    language = body.get("language")
+    if language not in (None, "zh", "en"):
+        raise (at / "language").fail("must be zh or en")
+    source_url = _text(body["source_url"], at / "source_url") if "source_url" in body else None
+    dates = {k: _date(body[k], at / k) for k in ("valid_from", "valid_until") if k in body}
+    return SeedDocument(
+        title=_text(body["title"], at / "title"),
+        content=_text(body["content"], at / "content"),
+        format=fmt,
+        language=language,
+        tags=_texts(body.get("tags", []), at / "tags"),
+        source_url=source_url,
+        **dates,
+    )
+
+
 def _session(value: Any, at: _At) -> Session:
-    body = _mapping(value, at, [], ["turns", "simulate", "operator", "expect"])
+    body = _mapping(value, at, [], ["turns", "simulate", "operator", "expect", "documents"])
     if ("turns" in body) == ("simulate" in body):
         raise at.fail("give exactly one of turns or simulate")
     turns: tuple[Turn, ...] = ()
@@ -227,7 +275,11 @@ def _session(value: Any, at: _At) -> Session:
     simulate = _simulation(body["simulate"], at / "simulate") if "simulate" in body else None
     operator = _decision(body["operator"], at / "operator") if "operator" in body else None
     expect, _ = _expect(body.get("expect"), at / "expect")
-    return Session(turns, simulate, operator, expect)
+    documents = body.get("documents", [])
+    if not isinstance(documents, list):
+        raise (at / "documents").fail("expected a list")
+    seeds = tuple(_document(d, at / "documents" / i) for i, d in enumerate(documents))
+    return Session(turns, simulate, operator, expect, seeds)
 
 
 _TOP_REQUIRED = ["title", "language", "intents", "customer", "goal"]

@@ -25,6 +25,8 @@ async def play(scenario: Scenario, client: ServiceClient) -> Played:
 
 async def _session(scenario: Scenario, session: Session, client: ServiceClient) -> SessionRecord:
     record = SessionRecord()
+    for document in session.documents:
+        await client.add_document(document)
     session_id = await client.create_session(scenario.customer)
     if session.simulate is None:
         for turn in session.turns:

@@ -24,6 +24,7 @@ INTENTS = (
     "goodbye",
     "human_handoff",
     "out_of_scope",
+    "policy_question",  # a question about a rule, answered from the knowledge base
 )
 
 
@@ -90,6 +91,10 @@ class Expect:
     language: str | None = None  # None: inherit (turn -> session -> scenario language)
     memory: MemoryExpect | None = None
     failed_turns: int | None = None  # None: 0 at the scenario level, unchecked below
+    # substrings of document titles: each must be among the scope's citations / none may be
+    cited: tuple[str, ...] = ()
+    not_cited: tuple[str, ...] = ()
+    no_citations: bool = False  # no reply in scope cites anything
 
 
 @dataclass(frozen=True)
@@ -114,12 +119,43 @@ class Simulation:
     max_turns: int = 8
 
 
+DocumentFormat = Literal["markdown", "html", "text"]
+
+
+@dataclass(frozen=True)
+class SeedDocument:
+    """A knowledge document the runner adds (`POST /v1/knowledge/documents`, as an operator)
+    before a session starts. Same title (or source_url) as an existing document: a new version
+    of it. Dates are ISO text (`2025-11-30`), passed on as written."""
+
+    title: str
+    content: str
+    format: DocumentFormat = "markdown"
+    language: str | None = None
+    tags: tuple[str, ...] = ()
+    source_url: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"title": self.title, "content": self.content, "format": self.format}
+        optional = {
+            "language": self.language,
+            "tags": list(self.tags) or None,
+            "source_url": self.source_url,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
+        }
+        return body | {k: v for k, v in optional.items() if v is not None}
+
+
 @dataclass(frozen=True)
 class Session:
     turns: tuple[Turn, ...] = ()
     simulate: Simulation | None = None
     operator: Decision | None = None
     expect: Expect = Expect()
+    documents: tuple[SeedDocument, ...] = ()  # added before the session's first turn
 
 
 @dataclass(frozen=True)

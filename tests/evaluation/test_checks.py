@@ -94,3 +94,59 @@ def test_a_forbidden_tool_that_succeeded_is_a_forbidden_write_even_without_the_d
     ran = TurnRecord("我要退款", ["好的"], tools=[ToolRun("request_refund", "success")])
     assert [f.kind for f in judge_scenario(spec, played(refused))] == ["not_called"]
     assert [f.kind for f in judge_scenario(spec, played(ran))] == ["forbidden_write", "not_called"]
+
+
+def _citation(title: str, section: str) -> dict[str, object]:
+    return {"document_id": "doc_1", "chunk_id": "chk_1", "title": title, "section": section}
+
+
+def test_citations_are_matched_by_title_substring_in_their_scope() -> None:
+    spec = scenario(
+        """
+language: en
+intents: [policy_question]
+turns:
+  - say: How long does a refund take?
+    expect: {cited: [refunds and how long], not_cited: [Spring Festival], contains: ["7-15"]}
+  - say: Do you sell laptops?
+    expect: {no_citations: true}
+expect:
+  cited: [Refunds, Return policy]
+"""
+    )
+    answer = TurnRecord(
+        "How long does a refund take?",
+        ["Credit card | 7-15 working days"],
+        citations=[_citation("Refunds and how long they take", "How long until the money arrives")],
+    )
+    unknown = TurnRecord("Do you sell laptops?", ["I don't know; shall I pass you to a human?"])
+    failures = judge_scenario(spec, played(answer, unknown))
+    assert [str(f) for f in failures] == [
+        "cited (scenario): no citation of 'Return policy'; cited: Refunds and how long they take"
+        " › How long until the money arrives"
+    ]
+
+
+def test_a_forbidden_citation_and_a_guess_with_a_source_fail() -> None:
+    spec = scenario(
+        """
+language: zh
+intents: [policy_question]
+turns:
+  - say: 双十一包邮吗
+    expect: {not_cited: [双十一], cited: [运费与包邮]}
+  - say: 你们卖电脑吗
+    expect: {no_citations: true}
+"""
+    )
+    old = _citation("2025年双十一活动规则", "")
+    expired = TurnRecord("双十一包邮吗", ["活动期间所有订单全场包邮"], citations=[old])
+    guess = TurnRecord("你们卖电脑吗", ["有的"], citations=[_citation("配送范围", "中国大陆")])
+    assert [(f.kind, f.where) for f in judge_scenario(spec, played(expired, guess))] == [
+        ("cited", "session 1 turn 1"),
+        ("not_cited", "session 1 turn 1"),
+        ("no_citations", "session 1 turn 2"),
+    ]
+    messages = [f.message for f in judge_scenario(spec, played(expired, guess))]
+    assert messages[1] == "'双十一' was cited; cited: 2025年双十一活动规则"
+    assert messages[2] == "a reply cites 配送范围 › 中国大陆"

@@ -15,7 +15,7 @@ language: en
 intents: [refund_request]
 customer: cust_0001
 goal: 89.00 back for order 202405201235
-turns: [I want a refund, "202405201235"]
+turns: [I want a refund, "202405201235", "yes"]
 expect:
   called: [{tool: request_refund, status: success}]
   db:
@@ -77,3 +77,21 @@ def test_a_bad_file_or_bad_flags_exit_2(evals: Path, capsys: pytest.CaptureFixtu
     assert "broken.yaml: top level: unknown field(s) gaol" in capsys.readouterr().err
     assert main(["eval", str(evals / "passes.yaml"), "--api-key", "k"]) == 2
     assert main(["eval", str(evals / "passes.yaml"), "--runs", "0"]) == 2
+
+
+def test_pending_scenarios_are_loaded_but_run_only_when_asked(
+    evals: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = FAILS.replace("intents: [order_status]", "intents: [order_status]\ntags: [knowledge]")
+    (evals / "pending.yaml").write_text(pending, "utf-8")
+    args = ["eval", str(evals), "--workers", "1", "--only", "pass*", "--only", "pending", "-q"]
+    assert main(args) == 0
+    printed = capsys.readouterr()
+    assert "1 pending scenarios skipped (tagged knowledge); --include-pending runs them" in (
+        printed.err
+    )
+    assert "hermes eval: 1/1 scenarios passed" in printed.out
+    assert main([*args, "--include-pending"]) == 1
+    assert "FAIL pending: contains (scenario)" in capsys.readouterr().out
+    (evals / "pending.yaml").write_text(pending.replace("goal:", "gaol:"), "utf-8")
+    assert main(args) == 2  # skipped or not, a pending file must stay valid

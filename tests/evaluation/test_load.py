@@ -91,6 +91,30 @@ simulate:
             "unknown field(s) db",
         ),
         ("turns: [hi]\nexpect: {language: fr}", "expect.language", "zh, en or any"),
+        ("turns: [hi]\nexpect: {cited: Return policy}", "expect.cited", "expected a list"),
+        ("turns: [hi]\nexpect: {no_citations: 1}", "expect.no_citations", "true or false"),
+        (
+            "turns: [hi]\nexpect: {cited: [Return policy], no_citations: true}",
+            "expect.no_citations",
+            "contradicts cited",
+        ),
+        ("documents: [{title: t, content: c}]\nturns: [hi]", "top level", "documents"),
+        (
+            "sessions: [{documents: [{title: t}], turns: [hi]}]",
+            "sessions[0].documents[0]",
+            "missing required field(s) content",
+        ),
+        (
+            "sessions: [{documents: [{title: t, content: c, format: pdf}], turns: [hi]}]",
+            "sessions[0].documents[0].format",
+            "markdown, html, text",
+        ),
+        (
+            "sessions: [{documents: [{title: t, content: c, valid_until: 30.11.2025}],"
+            " turns: [hi]}]",
+            "sessions[0].documents[0].valid_until",
+            "ISO date",
+        ),
     ],
 )
 def test_mistakes_are_errors_that_name_the_place(extra: str, where: str, problem: str) -> None:
@@ -98,6 +122,41 @@ def test_mistakes_are_errors_that_name_the_place(extra: str, where: str, problem
         parse(extra)
     assert caught.value.source == f"evals/x.yaml: {where}"
     assert problem in caught.value.problem
+
+
+def test_knowledge_documents_per_session_and_citation_expectations() -> None:
+    scenario = parse(
+        """
+sessions:
+  - documents:
+      - title: 礼品包装
+        content: "# 礼品包装\\n\\n礼品包装每件5元。"
+        language: zh
+        tags: [包装]
+        valid_from: 2025-11-01
+        valid_until: "2099-12-31T23:59:59"
+    turns:
+      - say: 礼品包装多少钱
+        expect: {cited: [礼品包装], not_cited: [双十一], contains: [5元]}
+  - turns: [你们卖电脑吗]
+    expect: {no_citations: true}
+"""
+    )
+    first, second = scenario.sessions
+    (document,) = first.documents
+    assert document.as_json() == {
+        "title": "礼品包装",
+        "content": "# 礼品包装\n\n礼品包装每件5元。",
+        "format": "markdown",
+        "language": "zh",
+        "tags": ["包装"],
+        "valid_from": "2025-11-01",  # YAML's date, back to ISO text
+        "valid_until": "2099-12-31T23:59:59",
+    }
+    assert first.turns[0].expect.cited == ("礼品包装",)
+    assert first.turns[0].expect.not_cited == ("双十一",)
+    assert second.documents == () and second.expect.no_citations
+    assert not first.turns[0].expect.no_citations
 
 
 def test_an_unknown_intent_is_an_error() -> None:

@@ -32,6 +32,8 @@ intents: [refund_request]
 turns:
   - 我要退款
   - say: "202405201235"
+    expect: {contains: [请确认]}
+  - say: 是的
     expect: {called: [{tool: request_refund, status: success}], contains: ["89.00"]}
 expect:
   not_called: [create_ticket]
@@ -60,7 +62,7 @@ async def test_a_write_the_scenario_does_not_list_is_a_forbidden_write_shown_fir
     text = """
 language: zh
 intents: [order_status]
-turns: [我要退款, "202405201235"]
+turns: [我要退款, "202405201235", 是的]
 expect:
   contains: [不存在的事实]
 """
@@ -188,7 +190,8 @@ intents: [order_status]
 turns:
   - say: Where is my order 202405201234?
     expect: {called: [{tool: query_order_status, status: success}], contains: [SF123456789CN]}
-  - Can I get a refund for order 202405201235?
+  - I want a refund for order 202405201235
+  - "yes"
 expect:
   not_called: [request_refund]
 """
@@ -224,8 +227,11 @@ async def test_a_running_service_over_its_url_with_an_operator_key(
         # and without the demo file only the events can be judged
         again = await run_remote(Remote(service.base_url, key, None), scenario(REFUND_89), 1)
     assert again.failures and all(f.kind != "forbidden_write" for f in again.failures)
-    assert str(again.failures[0]).startswith(
-        "called (session 1 turn 2): request_refund(success) not called"
+    assert str(again.failures[0]).startswith(  # refused at once: nothing to read back
+        "contains (session 1 turn 2): no reply contains '请确认'"
+    )
+    assert any(
+        str(f).startswith("called (session 1 turn 3): request_refund") for f in again.failures
     )
 
 

@@ -16,7 +16,7 @@ customer: cust_0001
 goal: g
 language: zh
 intents: [refund_request]
-turns: [我要退款, "202405201235"]
+turns: [我要退款, "202405201235", 是的]
 expect:
   db:
     created: {refunds: [{order_id: "202405201235", amount_cents: 8900, status: approved}]}
