@@ -46,20 +46,22 @@ class Authenticator:
     @classmethod
     def from_settings(cls, settings: Settings) -> Authenticator:
         verifier = None
-        if settings.jwt_secret is not None or settings.jwt_jwks is not None:
-            secret = settings.jwt_secret
+        if settings.auth.jwt_secret is not None or settings.auth.jwt_jwks is not None:
+            secret = settings.auth.jwt_secret
             verifier = JwtVerifier(
                 secret=secret.get_secret_value().encode() if secret else None,
-                jwks=settings.jwt_jwks,
-                audience=settings.jwt_audience,
-                issuer=settings.jwt_issuer,
-                leeway_s=settings.jwt_leeway_s,
+                jwks=settings.auth.jwt_jwks,
+                audience=settings.auth.jwt_audience,
+                issuer=settings.auth.jwt_issuer,
+                leeway_s=settings.auth.jwt_leeway_s,
             )
-        return cls(settings.auth, settings.api_keys, jwt=verifier)
+        return cls(settings.auth.mode, settings.auth.api_keys, jwt=verifier)
 
     def attach(self, db: Database, settings: Settings) -> None:
         """Managed keys from the now open database."""
-        self.managed = ManagedKeys(KeyStore(db), key_pepper(settings), settings.key_cache_ttl_s)
+        self.managed = ManagedKeys(
+            KeyStore(db), key_pepper(settings), settings.auth.key_cache_ttl_s
+        )
 
     async def resolve(self, authorization: str | None, api_key: str | None) -> Principal:
         if self.mode == "off":
@@ -105,7 +107,7 @@ def require_role(principal: Principal, role: Role) -> None:
 
 
 def key_pepper(settings: Settings) -> bytes:
-    pepper = settings.key_pepper
+    pepper = settings.auth.key_pepper
     return b"" if pepper is None else pepper.get_secret_value().encode()
 
 
@@ -121,7 +123,7 @@ def is_loopback(host: str) -> bool:
 def check_bind(settings: Settings, host: str) -> str | None:
     """Start-up's word on authentication: ConfigError when it is off on a non-loopback
     address; a warning line when it is off on loopback; None when it is on."""
-    if settings.auth != "off":
+    if settings.auth.mode != "off":
         return None
     if not is_loopback(host):
         raise ConfigError(

@@ -20,6 +20,7 @@ from app.api.tokens import TokenSigner
 from app.conversation.handoff import HandoffDesk
 from app.conversation.service import ConversationService
 from app.errors import CsrfFailed, DatabaseClosed, Forbidden, NLUUnavailable, Unauthorized
+from app.knowledge.service import KnowledgeBase
 from app.memory.service import MemoryService
 from app.nlu.types import Parser
 from app.principal import Principal
@@ -225,6 +226,13 @@ def get_memory(runtime: RuntimeDep) -> MemoryService:
 
 
 MemoryDep = Annotated[MemoryService, Depends(get_memory)]
+
+
+def get_knowledge(runtime: RuntimeDep) -> KnowledgeBase:
+    return runtime.knowledge
+
+
+KnowledgeDep = Annotated[KnowledgeBase, Depends(get_knowledge)]
 
 
 def get_mcp(runtime: RuntimeDep) -> McpManager | None:

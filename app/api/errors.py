@@ -57,6 +57,7 @@ WIRE: dict[type[BaseException], Wire] = {
     e.BadRequest: Wire(400),
     e.InvalidInput: Wire(422),  # InvalidCursor too
     e.PayloadTooLarge: Wire(413),
+    e.UnsupportedMediaType: Wire(415),
     e.HeadersTooLarge: Wire(431),  # answered by the connection, app.api.http_protocol
     e.UriTooLong: Wire(414),
     e.RequestTimeout: Wire(408),

@@ -38,7 +38,7 @@ from uvicorn.server import ServerState
 from app import errors as e
 from app.api.errors import INTERNAL, wire_for
 from app.observability import metrics
-from app.settings import Settings
+from app.settings import HttpSettings, Settings
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ReadLimits:
     body_timeout_s: float
 
     @classmethod
-    def of(cls, settings: Settings) -> ReadLimits:
+    def from_settings(cls, settings: HttpSettings) -> ReadLimits:
         return cls(
             settings.max_header_bytes,
             settings.max_headers,
@@ -62,7 +62,11 @@ def serving_options(settings: Settings) -> dict[str, Any]:
     """What every `uvicorn.run` and `uvicorn.Config` of Hermes passes, besides where to listen."""
     # uvicorn calls `http` like a class; a partial carries the limits and, unlike a class made
     # per settings, pickles to the `--workers` processes.
-    return {"http": functools.partial(LimitedHttpProtocol, limits=ReadLimits.of(settings))}
+    return {
+        "http": functools.partial(
+            LimitedHttpProtocol, limits=ReadLimits.from_settings(settings.http)
+        )
+    }
 
 
 class LimitedHttpProtocol(HttpToolsProtocol):

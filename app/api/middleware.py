@@ -1,5 +1,4 @@
-"""Pure ASGI middleware: request body limit, request ids, metrics and access logs, and the
-write lane of the session a request names.
+"""Pure ASGI middleware: request body limit, request ids, metrics and access logs.
 
 Pure ASGI (not BaseHTTPMiddleware) so streamed SSE responses pass through untouched.
 """
@@ -10,13 +9,13 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.observability import metrics
 from app.observability.logs import request_id_var
-from app.storage import writer
 
 log = logging.getLogger("hermes.access")
 
@@ -27,24 +26,32 @@ def _error_bytes(code: str, message: str, **details: Any) -> bytes:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """Bodies over `max_bytes` are answered 413 before the app reads them: at once when the
+    `Content-Length` says so, else when what arrived passes it. A path in `paths` has a limit
+    of its own (a knowledge document's upload may be larger than any other body)."""
+
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, paths: Mapping[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.paths = dict(paths or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self.paths.get(scope["path"], self.max_bytes)
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None:
             try:
-                too_big = int(declared) > self.max_bytes
+                too_big = int(declared) > max_bytes
             except ValueError:
                 too_big = False
             if too_big:
-                drained = await self._drain(receive)
-                await self._reject(send, close=not drained)
+                drained = await self._drain(receive, max_bytes)
+                await self._reject(send, max_bytes, close=not drained)
                 return
         seen = 0
         started = False
@@ -57,12 +64,12 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > max_bytes:
                     rejected = True
                     if not started:
                         more = message.get("more_body", False)
-                        drained = not more or await self._drain(receive)
-                        await self._reject(send, close=not drained)
+                        drained = not more or await self._drain(receive, max_bytes)
+                        await self._reject(send, max_bytes, close=not drained)
                     # The app sees a client that went away and stops reading.
                     return {"type": "http.disconnect"}
             return message
@@ -77,12 +84,12 @@ class BodyLimitMiddleware:
 
         await self.app(scope, limited_receive, guarded_send)
 
-    async def _drain(self, receive: Receive) -> bool:
+    async def _drain(self, receive: Receive, max_bytes: int) -> bool:
         """Read and drop the rest of an oversized body so the client can read our answer.
 
         Gives up (and the connection is closed) past a few times the limit.
         """
-        budget = 4 * self.max_bytes
+        budget = 4 * max_bytes
         while budget > 0:
             message = await receive()
             if message["type"] != "http.request":
@@ -92,11 +99,11 @@ class BodyLimitMiddleware:
                 return True
         return False
 
-    async def _reject(self, send: Send, *, close: bool) -> None:
+    async def _reject(self, send: Send, max_bytes: int, *, close: bool) -> None:
         body = _error_bytes(
             "payload_too_large",
-            f"the request body is larger than {self.max_bytes} bytes",
-            max_bytes=self.max_bytes,
+            f"the request body is larger than {max_bytes} bytes",
+            max_bytes=max_bytes,
         )
         await send(
             {
@@ -155,25 +162,3 @@ class ObservabilityMiddleware:
                 extra={"duration_ms": round((time.perf_counter() - start) * 1000, 2)},
             )
             request_id_var.reset(token)
-
-
-class SessionLaneMiddleware:
-    """A request under `/v1/sessions/{id}` writes on that session's lane, like its worker
-    (app.storage.writer): the request's writes and the turns' keep one order."""
-
-    _PREFIX = "/v1/sessions/"
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith(self._PREFIX):
-            await self.app(scope, receive, send)
-            return
-        session_id = path[len(self._PREFIX) :].split("/", 1)[0]
-        token = writer.lane.set(session_id or None)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            writer.lane.reset(token)

@@ -10,7 +10,7 @@ than failing inside a stream that has already started.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Query
@@ -50,6 +50,7 @@ ApprovalId = Annotated[str, _id("An approval id")]
 StepId = Annotated[str, _id("A step id")]
 UserId = Annotated[str, _id("The customer's user id", pattern=_ID)]
 MemoryId = Annotated[str, _id("A memory id", pattern=_ID)]
+DocumentId = Annotated[str, _id("A knowledge document's id", pattern=_ID)]
 McpServerName = Annotated[str, _id("The MCP server's name")]
 McpToolName = Annotated[str, _id("The server's name for the tool, or the registry's")]
 
@@ -93,10 +94,44 @@ Instant = Annotated[
     ),
 ]
 
+# A day or an instant: a document's validity, given as a date ("2026-01-31", a whole day in
+# UTC) or as an RFC 3339 date-time with its zone. Read as a `date` or an aware `datetime`.
+DAY_PATTERN = rf"^{_YEAR}-[0-9]{{2}}-[0-9]{{2}}$"
+_DAY = re.compile(DAY_PATTERN)
+
+
+def _day_or_instant(value: Any) -> Any:
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and _DAY.fullmatch(value):
+        return date.fromisoformat(value)  # a month 13 or a 31 February is a ValueError
+    if isinstance(value, str) and _INSTANT.fullmatch(value):
+        # RFC 3339 allows a lower-case "t" and "z"; fromisoformat takes only the upper case.
+        return datetime.fromisoformat(value.upper())
+    raise ValueError(
+        "expected a date (2030-01-31) or an RFC 3339 date-time with its zone"
+        " (2030-01-31T09:00:00Z), in the years 0002 to 9998"
+    )
+
+
+DayOrInstant = Annotated[
+    date | datetime,
+    BeforeValidator(_day_or_instant),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date", "pattern": DAY_PATTERN},
+                {"type": "string", "format": "date-time", "pattern": INSTANT_PATTERN},
+            ]
+        }
+    ),
+]
+
 # Page cursors are opaque: only the ones the service issued are valid. The format names them so
 # a client (and the fuzzer's generator, bench/fuzz_hooks.py) knows where one comes from.
 SESSION_CURSOR = "hermes-session-cursor"
 MESSAGE_CURSOR = "hermes-message-cursor"
+DOCUMENT_CURSOR = "hermes-document-cursor"
 
 
 def cursor_query(kind: str) -> Any:

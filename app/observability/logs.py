@@ -36,7 +36,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str = "INFO", json_lines: bool = True) -> None:
+def configure_logging(level: str, json_lines: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if json_lines:
         handler.setFormatter(JsonFormatter())

@@ -128,6 +128,19 @@ HANDOFF_WAIT_SECONDS = Histogram(
 )
 for _outcome in ("claimed", "expired"):  # both series exist from the start: a scrape sees 0
     HANDOFF_WAIT_SECONDS.labels(outcome=_outcome)
+# A knowledge reply stated a figure no source states (app/knowledge/grounding.py): the model
+# was asked once more with the finding (`retried`), or the customer got the passage's own words
+# and the offer of a human (`fallback`). A rise is a model inventing policy.
+GROUNDING_OUTCOMES = ("retried", "fallback")
+GROUNDING_BLOCKED = Counter(
+    "hermes_grounding_blocked_total",
+    "Knowledge replies held back by the grounding check, by outcome: retried (the model asked"
+    " again with the finding) or fallback (the passage's words and the offer of a human).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+for _outcome in GROUNDING_OUTCOMES:  # both series exist from the start: a scrape sees 0
+    GROUNDING_BLOCKED.labels(outcome=_outcome)
 SSE_STREAMS = Gauge("hermes_sse_streams", "Open SSE streams.", registry=REGISTRY)
 ACTIVE_SESSIONS = Gauge(
     "hermes_sessions_with_worker", "Sessions with a running or queued turn.", registry=REGISTRY

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from app.settings import ModelSettings, ToolSettings
+
 
 class BreakerState(StrEnum):
     CLOSED = "closed"
@@ -27,9 +29,14 @@ class BreakerState(StrEnum):
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    max_failures: int = 5
-    max_timeouts: int = 3
-    open_seconds: float = 600.0
+    max_failures: int
+    max_timeouts: int
+    open_seconds: float
+
+    @classmethod
+    def from_settings(cls, settings: ToolSettings | ModelSettings) -> BreakerPolicy:
+        """The tools' breaker (HERMES_TOOL_BREAKER_*) or the models' (HERMES_MODEL_BREAKER_*)."""
+        return cls(settings.breaker_failures, settings.breaker_timeouts, settings.breaker_open_s)
 
 
 @dataclass(frozen=True)
@@ -100,12 +107,12 @@ class CircuitBreaker:
     def __init__(
         self,
         name: str,
-        policy: BreakerPolicy | None = None,
+        policy: BreakerPolicy,
         clock: Callable[[], float] = time.monotonic,
         on_change: OnChange | None = None,
     ) -> None:
         self.name = name
-        self.policy = policy or BreakerPolicy()
+        self.policy = policy
         self._clock = clock
         self._on_change = on_change
         self._state = BreakerState.CLOSED

@@ -27,13 +27,6 @@ class Bulkheads:
         async with self._key_semaphore(key, limit), pool:
             yield
 
-    def in_use(self, key: str) -> int:
-        held = self._per_key.get(key)
-        if held is None:
-            return 0
-        limit, semaphore = held
-        return limit - semaphore._value
-
 
 class KeyedCounter:
     """At most `limit` holders per key at once, refused rather than queued (e.g. the event

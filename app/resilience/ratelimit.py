@@ -24,6 +24,7 @@ from limits.storage import storage_from_string
 from limits.util import WindowStats
 
 from app.resilience.redis_client import RedisUnavailable, SharedRedis
+from app.settings import ToolSettings
 
 T = TypeVar("T")
 
@@ -62,13 +63,11 @@ class RateLimiter:
         self._items: dict[float, RateLimitItem] = {}
 
     @classmethod
-    def from_settings(
-        cls, storage_uri: str, explicit: bool, shared: SharedRedis | None
-    ) -> RateLimiter:
-        """`storage_uri` if it was given (`explicit`), else the shared Redis if there is one."""
-        if shared is not None and not explicit:
+    def from_settings(cls, settings: ToolSettings, shared: SharedRedis | None) -> RateLimiter:
+        """HERMES_RATE_LIMIT_STORAGE if it was given, else the shared Redis if there is one."""
+        if shared is not None and "rate_limit_storage" not in settings.model_fields_set:
             return cls(shared=shared)
-        return cls(storage_uri)
+        return cls(settings.rate_limit_storage)
 
     async def _either(self, op: Callable[[MovingWindowRateLimiter], Awaitable[T]]) -> T:
         """`op` on the shared limiter, or on the in-memory one when Redis is unavailable."""

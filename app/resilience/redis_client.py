@@ -90,7 +90,7 @@ class SharedRedis:
     def __init__(
         self,
         url: str,
-        prefix: str = "hermes",
+        prefix: str,
         *,
         timeout_s: float = 1.0,
         retry_s: float = 1.0,

@@ -174,7 +174,7 @@ async def test_two_recipients_in_one_field_are_refused_before_any_approval(
 async def test_a_non_finite_amount_is_refused_before_any_approval(
     svc: LiveService, fake_llm: FakeLLMServer, sink: SmtpSink, amount: str
 ) -> None:
-    demo_db = svc.runtime.settings.demo_db_path
+    demo_db = svc.runtime.settings.demo.db_path
     refunds = _rows(demo_db, "SELECT COUNT(*) FROM refunds")
     raw = f'{{"order_id": "{DELIVERED_ORDER}", "amount": {amount}}}'
     fake_llm.enqueue(ToolCalls(ToolCall("request_refund", raw)), Reply("Which amount?"))
@@ -215,5 +215,5 @@ async def _nothing_happened(svc: LiveService, session_id: str, sink: SmtpSink) -
     approvals = await svc.client.get(f"/v1/sessions/{session_id}/approvals", headers=AS_OPERATOR)
     assert approvals.json()["items"] == []
     assert sink.received() == []
-    demo_db = svc.runtime.settings.demo_db_path
+    demo_db = svc.runtime.settings.demo.db_path
     assert _rows(demo_db, "SELECT COUNT(*) FROM emails WHERE session_id = ?", session_id) == [(0,)]

@@ -23,7 +23,7 @@ def sqlite_only(backend: str) -> None:
 
 def _on_disk(service: LiveService, needle: str) -> list[str]:
     """The database files that hold `needle`, byte for byte."""
-    db = Path(service.runtime.settings.db_path)
+    db = Path(service.runtime.settings.storage.db_path)
     files = [db, db.with_name(db.name + "-wal")]
     return [f.name for f in files if f.exists() and needle.encode() in f.read_bytes()]
 

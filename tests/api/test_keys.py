@@ -17,6 +17,7 @@ import pytest
 from app.api.keys import make_key
 from app.settings import Settings
 from app.storage.keys import Actor, KeyStore
+from app.storage.session_writer import NO_SESSION
 from app.testing import LiveService, serve
 from tests.api.test_sessions import assert_error
 
@@ -230,7 +231,7 @@ async def test_the_last_used_time_moves_once_a_minute(svc: LiveService) -> None:
             await svc.client.get("/v1/sessions", headers=_as(created["key"]))
         ).status_code == 200
     # The writer keeps submission order: once this is done, any touch queued before it is too.
-    await KeyStore(svc.runtime.db).transact(lambda tx: None)
+    await KeyStore(svc.runtime.db).transact(NO_SESSION, lambda tx: None)
     assert await last_used() == first
 
 
@@ -238,11 +239,13 @@ async def test_the_database_holds_digests_never_keys(
     svc: LiveService, key_settings: Settings, database_url: str | None
 ) -> None:
     created = await _create(svc, role="customer", user_id="u9")
-    secret = created["key"].rsplit("_", 1)[1]
+    # hk_<16 hex>_<secret>: the secret is URL-safe base64 and may hold "_" itself.
+    secret = created["key"].removeprefix("hk_").split("_", 1)[1]
+    assert len(secret) >= 40
     assert (await svc.client.get("/v1/sessions", headers=_as(created["key"]))).status_code == 200
     await svc.client.post(f"/v1/keys/{created['id']}/rotate", headers=_as(ADMIN))
     if database_url is None:
-        db_path = Path(key_settings.db_path)
+        db_path = Path(key_settings.storage.db_path)
         dumped = b"".join(
             p.read_bytes() for p in db_path.parent.glob(db_path.name + "*") if p.is_file()
         )

@@ -43,9 +43,9 @@ async def svc(cli_settings: Settings) -> AsyncIterator[LiveService]:
 async def hermes_keys(settings: Settings, *args: str) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env["HERMES_KEY_PEPPER"] = PEPPER
-    env["HERMES_DB_PATH"] = str(settings.db_path)
-    if settings.postgres_url is not None:
-        env["HERMES_DATABASE_URL"] = settings.postgres_url
+    env["HERMES_DB_PATH"] = str(settings.storage.db_path)
+    if settings.storage.postgres_url is not None:
+        env["HERMES_DATABASE_URL"] = settings.storage.postgres_url
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

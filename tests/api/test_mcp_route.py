@@ -8,7 +8,6 @@ with which tenant's key, and when.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import sys
 import time
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from app.testing import LiveService, serve
 from app.tools.mcp.manager import McpManager
@@ -201,16 +199,6 @@ async def test_unknown_and_malformed_names(svc: LiveService) -> None:
         f"/v1/mcp/servers/scripted/tools/{'t' * 300}/approve",
     ):
         assert_error(await svc.client.post(path, headers=admin), 422, "validation_error")
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
 
 
 async def test_a_service_without_mcp_servers_lists_none(make_settings: Any) -> None:

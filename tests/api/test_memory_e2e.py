@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from app.llm.testing import FakeLLMServer, Reply
+from app.storage.session_writer import NO_SESSION
 from app.testing import LiveService, serve, stream_turn
 from tests.conftest import new_session
 
@@ -229,7 +230,7 @@ async def test_a_row_stored_raw_is_neutralised_when_read(
     def poison(conn: Any) -> None:  # as a pre-0007 row: raw text, no origin
         conn.execute("UPDATE memories SET value = ?, origin = NULL WHERE id = ?", (raw, note["id"]))
 
-    await service.runtime.memory.db.write(poison)
+    await service.runtime.memory.db.write(NO_SESSION, poison)
     (legacy,) = await _memories(service, "cust_0103")
     assert (legacy["value"], legacy["origin"]) == (raw, "customer_text")  # classified on read
 

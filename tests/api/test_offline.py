@@ -119,7 +119,8 @@ async def test_dual_channel_narrows_tools_and_prefills_slots(
         json={"content": "what is the status of order 202405201234"},
     )
     request = fake_llm.requests[-1]
-    assert set(request.tool_names) == {"query_order_status", "get_current_time"}  # + always on
+    always_on = {"get_current_time", "search_knowledge"}
+    assert set(request.tool_names) == {"query_order_status", *always_on}
     notes = [m["content"] for m in request.messages if m["role"] == "system"]
     assert any("order_status" in n and "order_id=202405201234" in n for n in notes)
     # The next message is not understood with confidence: every tool is offered again, and
@@ -153,9 +154,13 @@ async def test_a_bare_answer_continues_the_refund(offline: LiveService) -> None:
     second = await stream_turn(offline.client, session_id, "202405201235")
     intent = next(e for e in second if e.event == "intent.classified")
     assert intent.data["intent"] == "refund_request"  # not order_status: it answered a question
-    tool = next(e for e in second if e.event == "tool.completed")
+    assert reply_text(second).startswith("请确认：为订单 202405201235 退款")  # read back first
+    third = await stream_turn(offline.client, session_id, "是的")
+    intent = next(e for e in third if e.event == "intent.classified")
+    assert intent.data["intent"] == "refund_request"  # the yes continues the request it confirms
+    tool = next(e for e in third if e.event == "tool.completed")
     assert tool.data["tool"] == "request_refund" and tool.data["status"] == "success"
-    assert "202405201235" in reply_text(second)
+    assert "202405201235" in reply_text(third)
 
 
 async def test_a_bare_number_takes_the_conversations_language(offline: LiveService) -> None:

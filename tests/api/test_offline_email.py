@@ -50,7 +50,7 @@ async def offline(offline_settings: Callable[..., Any]) -> AsyncIterator[LiveSer
 
 
 def account_email(svc: LiveService) -> str:
-    path: Path = svc.runtime.settings.demo_db_path
+    path: Path = svc.runtime.settings.demo.db_path
     [(email,)] = query(path, "SELECT email FROM customers WHERE id = ?", LI_LEI)
     return str(email)
 
@@ -165,7 +165,7 @@ async def test_the_email_carries_the_facts_of_the_order_looked_up_before(
     body = message.get_content()
     assert message["Subject"] == "Your requested order details"
     [(total_cents, currency)] = query(
-        offline.runtime.settings.demo_db_path,
+        offline.runtime.settings.demo.db_path,
         "SELECT total_cents, currency FROM orders WHERE id = ?",
         SHIPPED_ORDER,
     )

@@ -82,6 +82,8 @@ async def test_a_remembered_courier_is_used_when_a_return_is_created(
     assert (await memories(offline, "cust_0001"))["preference.courier"]["value"] == "顺丰"
 
     second = await new_session(offline, "cust_0001")  # another day, another session
-    events = await stream_turn(offline.client, second, "我要退货，订单202405201235")
+    asked = await stream_turn(offline.client, second, "我要退货，订单202405201235")
+    assert reply_text(asked).startswith("请确认")  # read back first (issue 27)
+    events = await stream_turn(offline.client, second, "是的")
     assert tools(events) == [("request_return", "success")]
     assert "偏好顺丰" in reply_text(events)

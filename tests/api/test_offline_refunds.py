@@ -1,6 +1,7 @@
 """Refunds through the whole service with hermes/local, the real NLU and the demo tools: the
 over-limit path (the order is read for its total, an operator approves), bare amounts, and
-the operator's decision reaching the customer."""
+the operator's decision reaching the customer. Each refund is read back and runs on the
+customer's yes (issue 27)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.llm.local.templates import READBACK_OPENINGS
 from app.testing import LiveService, SseEvent, serve, stream_turn
 from tests.conftest import new_session
 
@@ -22,7 +24,7 @@ async def offline(make_settings: Any) -> AsyncIterator[LiveService]:
 
 
 def _demo(svc: LiveService, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(svc.runtime.settings.demo_db_path)
+    conn = sqlite3.connect(svc.runtime.settings.demo.db_path)
     try:
         return [tuple(r) for r in conn.execute(sql, params)]
     finally:
@@ -53,6 +55,19 @@ def refunds_of(svc: LiveService, order_id: str) -> list[tuple[Any, ...]]:
     return _demo(svc, "SELECT amount_cents, status FROM refunds WHERE order_id = ?", order_id)
 
 
+async def confirmed(
+    svc: LiveService,
+    session_id: str,
+    asked: list[SseEvent],
+    yes: str = "yes",
+    decide: str | None = None,
+) -> list[SseEvent]:
+    """The turn that runs the refund `asked` read back, on the customer's `yes`."""
+    assert reply_text(asked).startswith(READBACK_OPENINGS)
+    assert calls(asked)[-1] == ("request_refund", "error")  # confirmation_required
+    return await stream_turn(svc.client, session_id, yes, decide=decide)
+
+
 async def refund_session(svc: LiveService) -> tuple[str, float, str]:
     """A session of the owner of `big_order`: (order, total, session id)."""
     order_id, customer, total = big_order(svc)
@@ -63,18 +78,19 @@ async def test_a_refund_above_the_limit_reads_the_order_and_refunds_its_total(
     offline: LiveService,
 ) -> None:
     order_id, total, session_id = await refund_session(offline)
-    events = await stream_turn(
-        offline.client, session_id, f"I want a refund for order {order_id}", decide="approve"
-    )
-    assert calls(events) == [
+    asked = await stream_turn(offline.client, session_id, f"I want a refund for order {order_id}")
+    assert calls(asked) == [
         ("request_refund", "error"),  # amount_required: above 500 the amount must be stated
         ("query_order_status", "success"),
-        ("request_refund", "success"),
+        ("request_refund", "error"),  # confirmation_required: the total is read back
     ]
+    assert f"refund {total:.2f} on order {order_id}" in reply_text(asked)
+    events = await confirmed(offline, session_id, asked, decide="approve")
+    assert calls(events) == [("request_refund", "success")]
     # One approval, of the refund that was filed: the amount-less call the backend refuses is
     # answered by the tool's precheck, not put to an operator first.
-    asked = [e.data["arguments"] for e in events if e.event == "approval.requested"]
-    assert asked == [{"order_id": order_id, "amount": total}]
+    approvals = [e.data["arguments"] for e in events if e.event == "approval.requested"]
+    assert approvals == [{"order_id": order_id, "amount": total}]
     assert refunds_of(offline, order_id) == [(round(total * 100), "pending_review")]
     assert order_id in reply_text(events) and f"CNY {total:,.2f}" in reply_text(events)
 
@@ -88,9 +104,11 @@ async def test_a_bare_amount_answers_the_refunds_question_through_the_service(
     )
     assert calls(first) == [("request_refund", "error")]  # amount_exceeds_total
     assert "金额" in reply_text(first)
-    second = await stream_turn(offline.client, session_id, "300")
-    intent = next(e for e in second if e.event == "intent.classified")
+    answered = await stream_turn(offline.client, session_id, "300")
+    intent = next(e for e in answered if e.event == "intent.classified")
     assert intent.data["intent"] == "refund_request"  # not password_reset: it answered
+    assert "300.00" in reply_text(answered)
+    second = await confirmed(offline, session_id, answered, "是的")
     assert calls(second) == [("request_refund", "success")]
     assert refunds_of(offline, order_id) == [(30000, "approved")]
     assert "退款金额" in reply_text(second)
@@ -100,9 +118,9 @@ async def test_an_approved_refund_says_so_and_asking_again_tells_its_status(
     offline: LiveService,
 ) -> None:
     order_id, total, session_id = await refund_session(offline)
-    first = await stream_turn(
-        offline.client, session_id, f"我要退款，订单{order_id}，退{total:.2f}元", decide="approve"
-    )
+    said = f"我要退款，订单{order_id}，退{total:.2f}元"
+    asked = await stream_turn(offline.client, session_id, said)
+    first = await confirmed(offline, session_id, asked, "确认", decide="approve")
     resolved = [e.data["status"] for e in first if e.event == "approval.resolved"]
     assert resolved == ["approved"] and calls(first) == [("request_refund", "success")]
     told = reply_text(first)
@@ -121,12 +139,10 @@ async def test_a_rejected_refund_tells_the_customer_nothing_was_filed(
     offline: LiveService,
 ) -> None:
     order_id, total, session_id = await refund_session(offline)
-    events = await stream_turn(
-        offline.client,
-        session_id,
-        f"I want {total:.2f} CNY refunded for order {order_id}",
-        decide="reject",
+    asked = await stream_turn(
+        offline.client, session_id, f"I want {total:.2f} CNY refunded for order {order_id}"
     )
+    events = await confirmed(offline, session_id, asked, decide="reject")
     assert [e.data["status"] for e in events if e.event == "approval.resolved"] == ["rejected"]
     told = reply_text(events)
     assert "declined" in told and order_id in told and "no refund was filed" in told
@@ -183,7 +199,8 @@ async def test_an_amount_in_kuai_refunds_that_amount(offline: LiveService) -> No
     session_id = await new_session(offline, customer)
     # The classifier is unsure here (refund 0.4 against order status); the amount and 退 say
     # what the customer wants.
-    events = await stream_turn(offline.client, session_id, f"订单{order_id}有个手机壳裂了，退50块")
+    asked = await stream_turn(offline.client, session_id, f"订单{order_id}有个手机壳裂了，退50块")
+    events = await confirmed(offline, session_id, asked, "是的")
     assert calls(events) == [("request_refund", "success")]
     assert refunds_of(offline, order_id) == [(5000, "approved")]
     assert "50.00元" in reply_text(events)
@@ -195,18 +212,19 @@ async def test_a_second_refund_past_the_limit_on_one_order_asks_an_operator(
     # 300 + 250 fit the order (the limit is tested, not the total) and pass 500 together.
     order_id, customer = unrefunded(offline, above_cents=55000)
     session_id = await new_session(offline, customer)
-    first = await stream_turn(
+    asked = await stream_turn(
         offline.client,
         session_id,
         f"Please refund 300 CNY on order {order_id}, the jacket is the wrong colour",
     )
+    first = await confirmed(offline, session_id, asked)
     assert calls(first) == [("request_refund", "success")]
-    second = await stream_turn(
+    asked = await stream_turn(
         offline.client,
         session_id,
         "And I'd like another 250 CNY back on the same order for the late delivery",
-        decide="approve",
     )
+    second = await confirmed(offline, session_id, asked, decide="approve")
     asked = [e.data["arguments"] for e in second if e.event == "approval.requested"]
     assert asked == [{"order_id": order_id, "amount": 250}]
     assert calls(second) == [("request_refund", "success")]

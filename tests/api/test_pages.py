@@ -29,7 +29,12 @@ async def test_the_desk_is_served_at_the_root_with_its_own_files_only(
     assert "frame-ancestors 'none'" in policy
     assert not EXTERNAL.search(page.text)
     assets = re.findall(r"""(?:src|href)="(/assets/desk/[^"]+)""", page.text)
-    assert sorted(assets) == ["/assets/desk/desk.css", "/assets/desk/desk.js"]
+    assert sorted(assets) == [
+        "/assets/desk/desk.css",
+        "/assets/desk/desk.js",
+        "/assets/desk/knowledge.css",
+        "/assets/desk/knowledge.js",
+    ]
     for asset in assets:
         served = await service.client.get(asset)
         assert served.status_code == 200

@@ -11,6 +11,7 @@ from app.conversation.loop import MAX_ROUNDS_REPLY
 from app.llm.testing import BreakStream, Fail, FakeLLMServer, Hang, Reply, ToolCall, ToolCalls
 from app.principal import LOCAL
 from app.settings import Settings
+from app.storage.session_writer import SessionWriter
 from app.storage.sessions import SessionStore
 from app.storage.turns import TurnStore
 from app.testing import LiveService, serve, stream_turn
@@ -168,6 +169,7 @@ async def test_a_replayed_message_of_an_interrupted_turn_resumes_it(
     db = await open_db("hermes.db")
     session = await SessionStore(db).create(LOCAL.tenant_id, "u1", {})
     accepted = await TurnStore(db).accept(
+        SessionWriter(session.id),
         tenant_id=LOCAL.tenant_id,
         session_id=session.id,
         content="hello",
@@ -176,7 +178,10 @@ async def test_a_replayed_message_of_an_interrupted_turn_resumes_it(
         policy="reject",
         max_queued=10,
     )
-    assert accepted is not None and await TurnStore(db).claim_next(session.id) is not None
+    assert (
+        accepted is not None
+        and await TurnStore(db).claim_next(SessionWriter(session.id), session.id) is not None
+    )
     await db.close()
     fake_llm.enqueue(Reply("the answer after all"))
     async with serve(settings) as svc:

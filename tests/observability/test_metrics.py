@@ -33,6 +33,7 @@ STILL: dict[str, str] = {
     "hermes_fanout_polling_seconds": "needs a Redis outage",
     "hermes_budget_refusals": "needs a budget or limit reached (tests/api/test_budgets.py)",
     "hermes_http_refused": "needs a request head too large or too slow (test_http_protocol.py)",
+    "hermes_grounding_blocked": "needs a knowledge reply with a figure in no source (below)",
     "hermes_retention_purged_rows": "needs a retention purge (tests/storage/test_purge.py)",
     "hermes_retention_last_run_timestamp_seconds": "set by a retention purge, hourly",
     "hermes_retention_last_run_seconds": "set by a retention purge, hourly",
@@ -155,3 +156,22 @@ async def test_a_model_without_a_configured_price_is_costed_from_the_price_map(
     at = ("hermes_llm_cost_usd_total", (("model", model),))
     cost = after["hermes_llm_cost_usd"][at] - before.get("hermes_llm_cost_usd", {}).get(at, 0.0)
     assert cost == pytest.approx(price.of(1000, 200))
+
+
+async def test_grounding_blocks_are_counted_by_outcome_from_zero(make_settings: Any) -> None:
+    # The turn counts a reply the grounding check held back: asked again, or answered with the
+    # passage's own words and the offer of a human. Both series are there before the first.
+    family = "hermes_grounding_blocked"
+    async with serve(make_settings(public_paths=["healthz", "metrics"])) as svc:
+        before = scrape((await svc.client.get("/metrics")).text)[family]
+        metrics.GROUNDING_BLOCKED.labels(outcome="retried").inc()
+        metrics.GROUNDING_BLOCKED.labels(outcome="fallback").inc()
+        metrics.GROUNDING_BLOCKED.labels(outcome="fallback").inc()
+        after = scrape((await svc.client.get("/metrics")).text)[family]
+
+    def at(outcome: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return (f"{family}_total", (("outcome", outcome),))
+
+    assert {at(outcome) for outcome in metrics.GROUNDING_OUTCOMES} <= set(before)
+    assert after[at("retried")] - before[at("retried")] == 1
+    assert after[at("fallback")] - before[at("fallback")] == 2

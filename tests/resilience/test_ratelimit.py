@@ -9,6 +9,7 @@ import pytest
 
 from app.resilience.ratelimit import RateLimiter, per_second
 from app.resilience.redis_client import SharedRedis
+from app.settings import ToolSettings
 from tests.redis_util import REDIS_URL, proxied_redis, redis_prefix
 
 __all__ = ["redis_prefix"]
@@ -47,8 +48,8 @@ async def test_with_a_shared_redis_the_limit_is_counted_once_for_all_processes(
     redis_prefix: str,
 ) -> None:
     a, b = SharedRedis(REDIS_URL, redis_prefix), SharedRedis(REDIS_URL, redis_prefix)
-    first = RateLimiter.from_settings("memory://", explicit=False, shared=a)
-    second = RateLimiter.from_settings("memory://", explicit=False, shared=b)
+    first = RateLimiter.from_settings(ToolSettings(), shared=a)
+    second = RateLimiter.from_settings(ToolSettings(), shared=b)
     try:
         assert await first.try_acquire("tool:x", 2)
         assert await second.try_acquire("tool:x", 2)
@@ -64,9 +65,9 @@ async def test_with_a_shared_redis_the_limit_is_counted_once_for_all_processes(
 
 async def test_a_storage_given_explicitly_wins_over_the_shared_redis() -> None:
     shared = SharedRedis(REDIS_URL, "unused")
-    limiter = RateLimiter.from_settings("memory://", explicit=True, shared=shared)
-    assert limiter._shared is None
-    assert RateLimiter.from_settings("memory://", explicit=False, shared=None)._shared is None
+    given = ToolSettings(rate_limit_storage="memory://")  # HERMES_RATE_LIMIT_STORAGE set
+    assert RateLimiter.from_settings(given, shared=shared)._shared is None
+    assert RateLimiter.from_settings(ToolSettings(), shared=None)._shared is None
     await shared.aclose()
 
 

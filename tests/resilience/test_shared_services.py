@@ -217,7 +217,7 @@ async def test_redis_unreachable_at_start_stops_start_up_naming_the_variable(
         async with open_runtime(settings):
             pass
     assert info.value.source == "HERMES_REDIS_URL"
-    assert not settings.db_path.exists()  # nothing was opened before
+    assert not settings.storage.db_path.exists()  # nothing was opened before
 
 
 def _spec(svc: LiveService, name: str) -> Any:

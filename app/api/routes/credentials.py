@@ -75,7 +75,7 @@ async def create_stream_token(
     conversation: ConversationDep,
 ) -> StreamTokenOut:
     session = await conversation.get_session(caller.principal, body.session_id)  # 404 if not theirs
-    longest = settings.stream_token_ttl_s
+    longest = settings.auth.stream_token_ttl_s
     ttl = min(body.ttl_s or longest, longest)
     # No longer than the caller's credential (the principal's expiry), nor than the desk
     # sign-in that asks, which must still stand whenever the token is used.
@@ -105,7 +105,7 @@ async def desk_login(
     principal = await auth.resolve(None, body.api_key)
     require_role(principal, "agent")  # the desk is for agents; a customer's page needs none
     # Stored; it ends at HERMES_DESK_SESSION_TTL_S or the credential's own expiry, if earlier.
-    cookie, signed_in = await desks.sign_in(principal, settings.desk_session_ttl_s)
+    cookie, signed_in = await desks.sign_in(principal, settings.auth.desk_session_ttl_s)
     response.set_cookie(
         DESK_COOKIE,
         cookie,

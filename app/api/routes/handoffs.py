@@ -40,8 +40,7 @@ async def request_handoff(
     principal: PrincipalDep,
     desk: DeskDep,
 ) -> HandoffOut:
-    by = "customer" if principal.role == "customer" else principal.subject
-    requested = await desk.request(principal.tenant_id, session_id, body.reason, requested_by=by)
+    requested = await desk.ask_for_person(principal, session_id, body.reason)
     return HandoffOut.of(await desk.describe(requested.handoff, requested.position))
 
 

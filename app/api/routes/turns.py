@@ -20,7 +20,7 @@ from app.api.deps import (
 from app.api.desk_schemas import HeldMessage
 from app.api.params import ResumeAfter, SessionId
 from app.api.schemas import CancelledOut, ErrorResponse, MessageOut, PostMessage, TurnOut
-from app.conversation.service import Held
+from app.conversation.service import ForAgent
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
 
@@ -70,7 +70,7 @@ async def post_message(
     streamed = sse.wants_event_stream(accept)
     posted = conversation.post_message(principal, session_id, body.content, body.client_message_id)
     accepted, release = await sse.with_slot(streams, principal, streamed, posted)
-    if isinstance(accepted, Held):  # a human agent holds the session: no bot reply
+    if isinstance(accepted, ForAgent):  # a human agent holds the session: no bot reply
         if release is not None:
             release()  # and no stream
         held = HeldMessage(message=MessageOut.of(accepted.message))

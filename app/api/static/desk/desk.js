@@ -223,7 +223,7 @@ $("open-form").addEventListener("submit", (event) => {
 
 // -- the live session view -----------------------------------------------------------------------
 
-let view = null; // {id, follower, bubbles: Map turn_id -> node, messages: Map id -> text}
+let view = null; // {id, follower, bubbles: Map turn_id -> node, texts: Map id -> text, cited: Map id -> citations}
 
 function resetPanels() {
   for (const id of ["transcript", "approvals", "intent", "memories", "tools", "steps", "summary", "events", "suggestions"]) {
@@ -237,7 +237,7 @@ async function openSession(id) {
   if (view) view.follower.stop();
   resetPanels();
   $("session-id").textContent = id;
-  view = { id, bubbles: new Map(), texts: new Map(), held: false };
+  view = { id, bubbles: new Map(), texts: new Map(), cited: new Map(), held: false };
   setHandoff(null);
   for (const panel of ["intent", "memories", "summary"]) $(panel).append(el("span", { class: "note" }, "nothing yet"));
   refreshSessions().catch(() => {});
@@ -252,11 +252,29 @@ async function openSession(id) {
 }
 
 async function loadTexts(v) {
-  // The customer's words are in the session's messages; turn.started names them by id.
+  // The customer's words are in the session's messages; turn.started names them by id. So are
+  // the sources a reply cited (its metadata), for a message.completed that does not carry them.
   try {
     const page = await api("GET", `/v1/sessions/${encodeURIComponent(v.id)}/messages?limit=500`);
-    for (const m of page.items) if (m.role === "user") v.texts.set(m.id, m.content);
+    for (const m of page.items) {
+      if (m.role === "user") v.texts.set(m.id, m.content);
+      const cited = (m.metadata || {}).citations;
+      if (m.role === "assistant" && Array.isArray(cited) && cited.length) v.cited.set(m.id, cited);
+    }
   } catch (error) { /* shown as the id */ }
+}
+
+function showSources(node, citations) {
+  // Under a reply that answered from the knowledge base: each passage it used, as text nodes.
+  const old = node.querySelector(".sources");
+  if (old) old.remove();
+  if (!Array.isArray(citations) || !citations.length) return;
+  node.append(el("div", { class: "sources" },
+    el("span", { class: "sources-head" }, "Sources"),
+    el("ul", {}, ...citations.map((c) => el("li", { class: "source", "data-document": String(c.document_id || ""), "data-chunk": String(c.chunk_id || "") },
+      el("b", { class: "title" }, String(c.title || "")),
+      c.section ? el("span", { class: "section" }, String(c.section)) : null,
+      c.snippet ? el("span", { class: "snippet" }, String(c.snippet)) : null)))));
 }
 
 function say(list, who, text, attrs) {
@@ -312,6 +330,7 @@ async function onEvent(v, event) {
         node.querySelector(".text").textContent = d.text;
         node.classList.remove("streaming");
         node.dataset.message = d.message_id;
+        showSources(node, d.citations || v.cited.get(d.message_id));
         v.bubbles.delete(d.turn_id); // a follow-up message of the same turn gets its own bubble
       }
       break;
