@@ -1,6 +1,7 @@
 # Two commands on a fresh machine (Python 3.11+ with venv):
 #   make run    install everything, start Hermes on 127.0.0.1:8000 with SQLite at ./var/hermes.db
-#   make test   install everything (with dev tools), run lint, type checks and the whole test suite
+#   make test   install everything (with dev tools), run lint, type checks, the dead-code check
+#               and the whole test suite
 #   make eval   the scenario evaluation (evals/) with hermes/local; fails below the targets
 #   make fuzz   schemathesis over every operation of a live service; fails on any 5xx or mismatch
 #   make load-ci  the locust profile (locustfile.py), bounded; fails on any failure or slow p95
@@ -24,7 +25,7 @@ LOAD_USERS ?= 50
 LOAD_SECONDS ?= 60
 LOAD_MAX_P95_MS ?= 2500
 
-.PHONY: run test eval fuzz load-ci install bench clean browser desk-screenshots
+.PHONY: run test eval fuzz load-ci install bench bench-knowledge clean browser desk-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +52,7 @@ test: install browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/vulture
 	$(BIN)/pytest -q
 
 # Scenarios against an in-process service with the offline model, whatever the shell sets.
@@ -69,9 +71,14 @@ load-ci: install
 bench: install
 	$(BIN)/python bench/turn_overhead.py
 
+# Knowledge search at 10,000 and 100,000 chunks on SQLite and PostgreSQL, ingestion, and a
+# knowledge turn against a plain one (issue 27); KB_BENCH_ARGS=--quick for 2,000 and 10,000.
+bench-knowledge: install
+	$(BIN)/python bench/knowledge.py $(KB_BENCH_ARGS)
+
 # The pictures in docs/desk.md, taken by the desk's browser tests.
 desk-screenshots: install browser
-	DESK_SCREENSHOTS=docs/desk $(BIN)/pytest -q tests/api/test_desk.py
+	DESK_SCREENSHOTS=docs/desk $(BIN)/pytest -q tests/api/test_desk.py tests/api/test_desk_knowledge.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,7 @@
 """The `hermes` command: `hermes serve`, the one-shot copy to PostgreSQL, `hermes export`
-(what the retention purge will delete), the NLU tools, `hermes eval`, `hermes chat` (a
-terminal client) and `hermes keys`."""
+(what the retention purge will delete), `hermes settings` (the settings tables), the NLU tools,
+`hermes eval`, `hermes chat` (a terminal client), `hermes keys` and `hermes kb` (the knowledge
+base)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("hermes: --workers must be at least 1", file=sys.stderr)
         return 2
-    if args.workers > 1 and settings.postgres_url is None:
+    if args.workers > 1 and settings.storage.postgres_url is None:
         print(
             f"hermes: --workers {args.workers} needs PostgreSQL: SQLite has one writer per file;"
             " set HERMES_DATABASE_URL=postgresql://… and HERMES_REDIS_URL to run several workers",
@@ -40,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
     from app.main import create_app
     from app.observability.logs import configure_logging
 
-    configure_logging(settings.log_level, settings.log_json)
+    configure_logging(settings.observability.log_level, settings.observability.log_json)
     from app.api.auth import check_bind
     from app.runtime import preflight
 
@@ -126,7 +127,7 @@ def _export(args: argparse.Namespace) -> int:
     async def export(out: Any) -> None:
         db = await open_database(settings)
         try:
-            policy = RetentionPolicy.from_settings(settings)
+            policy = RetentionPolicy.from_settings(settings.retention)
             async for table, row in rows_due(db, policy, when, args.tenant):
                 out.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
                 counts[table] += 1
@@ -148,6 +149,18 @@ def _export(args: argparse.Namespace) -> int:
         f"exported {sum(counts.values())} rows due by {args.ahead_days:g} days from now",
         file=sys.stderr,
     )
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> int:
+    """The README's configuration tables, made from the settings models."""
+    from app.settings.table import markdown, write_readme
+
+    if args.readme:
+        changed = write_readme()
+        print("README.md: settings tables " + ("rewritten" if changed else "already current"))
+    else:
+        print(markdown(), end="")
     return 0
 
 
@@ -189,11 +202,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows due by this many days from now (default 1: before tomorrow's purges)",
     )
     export.set_defaults(func=_export)
+    settings = sub.add_parser(
+        "settings", help="every setting: its variable, default and meaning (Markdown tables)"
+    )
+    settings.add_argument(
+        "--readme", action="store_true", help="write the tables into README.md between its markers"
+    )
+    settings.set_defaults(func=_settings)
 
     from app.api.keys_cli import register as register_keys
     from app.chat.cli import register as register_chat
     from app.demo.cli import add_demo_data_command
     from app.evaluation.cli import register as register_eval
+    from app.knowledge.cli import register as register_kb
     from app.nlu.cli import register as register_nlu
 
     add_demo_data_command(sub)
@@ -201,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_eval(sub)
     register_chat(sub)
     register_keys(sub)
+    register_kb(sub)
     return parser
 
 

@@ -86,6 +86,12 @@ class UserNotFound(NotFound):
     code = "user_not_found"
 
 
+class DocumentNotFound(NotFound):
+    """A knowledge document this tenant does not have (another tenant's is not there either)."""
+
+    code = "document_not_found"
+
+
 class McpToolNotFound(NotFound):
     code = "mcp_tool_not_found"
 
@@ -108,8 +114,29 @@ class InvalidCursor(InvalidInput):
         super().__init__(message, field="cursor")
 
 
+class InvalidDocument(InvalidInput):
+    """A knowledge document that cannot be read: not UTF-8, an unknown format, a PDF that is
+    encrypted, empty or broken. The message names the problem, for the operator who uploaded
+    it."""
+
+    code = "invalid_document"
+
+
 class PayloadTooLarge(HermesError):
     code = "payload_too_large"
+
+
+class DocumentTooLarge(PayloadTooLarge):
+    """A knowledge document over `HERMES_KNOWLEDGE_MAX_DOCUMENT_BYTES`: refused before it is
+    read, so nothing of it is stored."""
+
+    code = "document_too_large"
+
+
+class UnsupportedMediaType(HermesError):
+    """A body in a media type the route does not read (it names the ones it does)."""
+
+    code = "unsupported_media_type"
 
 
 class HeadersTooLarge(HermesError):

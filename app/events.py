@@ -26,6 +26,7 @@ class EventType(StrEnum):
     INTENT_CLASSIFIED = "intent.classified"
     MEMORY_RECALLED = "memory.recalled"
     MEMORY_FORGOTTEN = "memory.forgotten"
+    KNOWLEDGE_RETRIEVED = "knowledge.retrieved"
     STEP_UPDATED = "step.updated"
     MESSAGE_DELTA = "message.delta"
     TOOL_STARTED = "tool.started"
@@ -135,6 +136,14 @@ def memory_forgotten(turn_id: str, count: int) -> NewEvent:
     return NewEvent(EventType.MEMORY_FORGOTTEN, {"turn_id": turn_id, "count": count}, turn_id)
 
 
+def knowledge_retrieved(turn_id: str, query: str, hits: list[dict[str, Any]]) -> NewEvent:
+    """What a knowledge search of the turn found (`hits`: document_id, chunk_id, title, section,
+    score), best first; an empty list when nothing passed the threshold."""
+    return NewEvent(
+        EventType.KNOWLEDGE_RETRIEVED, {"turn_id": turn_id, "query": query, "hits": hits}, turn_id
+    )
+
+
 # -- the reply ------------------------------------------------------------------------------------
 
 
@@ -153,7 +162,7 @@ def message_completed(
 
 # What a completed turn's log no longer needs once its final message is stored: the events
 # another event of the turn supersedes, deleted in the transaction that stores the final message
-# (app/storage/events.py; README "Following a session"). Every `message.delta` (that
+# (app/storage/event_log.py; README "Following a session"). Every `message.delta` (that
 # `message.completed` carries the whole reply is why the deletion waits for it); and each event
 # of a type here for which a later event of the turn, of the type it maps to, has the same value
 # under the key: each step's `step.updated` but its last (the step's final state), each

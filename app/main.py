@@ -12,7 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api.auth import Authenticator
 from app.api.errors import install_error_handlers
-from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware, SessionLaneMiddleware
+from app.api.middleware import BodyLimitMiddleware, ObservabilityMiddleware
 from app.api.openapi import install_openapi
 from app.api.public import PublicPathsGuard
 from app.api.routes import (
@@ -22,6 +22,7 @@ from app.api.routes import (
     handoffs,
     health,
     keys,
+    knowledge,
     mcp,
     memories,
     nlu,
@@ -65,10 +66,10 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     )
     app.state.settings = settings
     app.state.auth = Authenticator.from_settings(settings)
-    secret = settings.auth_secret
+    secret = settings.auth.secret
     app.state.signer = TokenSigner(secret.get_secret_value().encode() if secret else None)
     install_error_handlers(app)
-    install_openapi(app, auth_required=settings.auth != "off")
+    install_openapi(app, auth_required=settings.auth.mode != "off")
     app.include_router(health.router)
     app.include_router(health.router, prefix="/v1", include_in_schema=False)
     app.include_router(sessions.router)
@@ -79,15 +80,16 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
     app.include_router(steps.router)
     app.include_router(nlu.router)
     app.include_router(memories.router)
+    app.include_router(knowledge.router)
     app.include_router(mcp.router)
     app.include_router(credentials.router)
     app.include_router(keys.router)
     install_pages(app)
     app.include_router(audit.router)
-    if settings.cors_origins:
+    if settings.http.cors_origins:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origins,
+            allow_origins=settings.http.cors_origins,
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=[
                 "Authorization",
@@ -99,10 +101,13 @@ def create_app(settings: Settings | None = None, *, model: ChatModel | None = No
             # Without these a script on another origin cannot read them from a response.
             expose_headers=list(EXPOSED_HEADERS),
         )
-    if settings.auth != "off":
-        app.add_middleware(PublicPathsGuard, public=settings.public_paths)
-    app.add_middleware(SessionLaneMiddleware)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if settings.auth.mode != "off":
+        app.add_middleware(PublicPathsGuard, public=settings.auth.public_paths)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.http.max_body_bytes,
+        paths={knowledge.DOCUMENTS_PATH: knowledge.body_limit(settings.knowledge)},
+    )
     app.add_middleware(ObservabilityMiddleware)
     return app
 
@@ -113,5 +118,5 @@ def worker_app() -> FastAPI:
     from app.observability.logs import configure_logging
 
     settings = load_settings()
-    configure_logging(settings.log_level, settings.log_json)
+    configure_logging(settings.observability.log_level, settings.observability.log_json)
     return create_app(settings)

@@ -32,6 +32,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from app.settings import Settings  # noqa: E402
+from app.storage.session_writer import SessionWriter  # noqa: E402
 from app.tools.context import ToolContext, TurnScope  # noqa: E402
 from app.tools.mcp.config import parse_mcp_config  # noqa: E402
 from app.tools.mcp.manager import McpManager  # noqa: E402
@@ -59,7 +60,11 @@ async def hermes(entry: dict[str, Any]) -> AsyncIterator[Call]:
         tool = registry.get("mcp__bench__echo")
         assert tool is not None
         ctx = ToolContext(
-            TurnScope("default", "u1", "s1", "t1"), "c1", tool.spec.name, "idem_b", None
+            TurnScope("default", "u1", "s1", "t1", writer=SessionWriter("s1")),
+            "c1",
+            tool.spec.name,
+            "idem_b",
+            None,
         )
         yield lambda: tool.run(ctx, dict(ARGS))
     finally:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.memory.records import Draft, Scope
 from app.memory.service import MemoryService
 from app.storage.port import Database
+from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.sqlite import SqliteDatabase
 from app.storage.tx import Tx
 
@@ -137,10 +138,10 @@ async def observed(
     probe: list[float] = []
     original = memory.transact
 
-    async def transact(fn: Any) -> Any:
+    async def transact(writer: Any, fn: Any) -> Any:
         start = time.perf_counter()
         try:
-            return await original(fn)
+            return await original(writer, fn)
         finally:
             steps.append(time.perf_counter() - start)
 
@@ -149,7 +150,7 @@ async def observed(
     async def prober() -> None:
         while not done.is_set():
             start = time.perf_counter()
-            await db.write(lambda c: Tx(c).execute("SELECT 1"))
+            await db.write(NO_SESSION, lambda c: Tx(c).execute("SELECT 1"))
             probe.append(time.perf_counter() - start)
             await asyncio.sleep(0.005)
 
@@ -187,11 +188,13 @@ async def run(db: Database, rng: random.Random, users: int, per_user: int, recal
     print(f"memory bench: {users} users x {per_user} memories = {total} rows, SQLite WAL")
 
     # -- upserts ---------------------------------------------------------------------------
-    await db.write(lambda c: c.execute("CREATE TABLE bench_plain (k TEXT PRIMARY KEY, v TEXT)"))
+    await db.write(
+        NO_SESSION, lambda c: c.execute("CREATE TABLE bench_plain (k TEXT PRIMARY KEY, v TEXT)")
+    )
 
     def plain_insert(i: int) -> Callable[[], Awaitable[Any]]:
         return lambda: db.write(
-            lambda c: c.execute("INSERT INTO bench_plain VALUES (?, ?)", (f"k{i}", "v"))
+            NO_SESSION, lambda c: c.execute("INSERT INTO bench_plain VALUES (?, ?)", (f"k{i}", "v"))
         )
 
     plain = [plain_insert(i) for i in range(20000)]
@@ -232,7 +235,7 @@ async def run(db: Database, rng: random.Random, users: int, per_user: int, recal
         s = rng.choice(scopes)
         text, intent = rng.choice(QUERIES)
         start = time.perf_counter()
-        got = await memory.recall(s, text, intent=intent, session_id="bench")
+        got = await memory.recall(s, text, intent=intent, writer=SessionWriter("bench"))
         lat.append(time.perf_counter() - start)
         found += len(got.items)
     await memory.drain()

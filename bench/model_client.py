@@ -114,10 +114,13 @@ def hermes_direct(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     from app.llm.clients import ModelClients
     from app.llm.gateway import ModelRequest, collect
     from app.llm.openai_compat import OpenAICompatModel
+    from app.settings import ModelSettings
 
     target = route(ModelConfig("openai/m", base, "sk-bench"))
     assert isinstance(target, Direct)
-    model = OpenAICompatModel("openai/m", target, ModelClients())
+    defaults = ModelSettings()
+    clients = ModelClients(max_connections=defaults.max_connections, timeout_s=defaults.timeout_s)
+    model = OpenAICompatModel("openai/m", target, clients)
     request = ModelRequest(messages=MESSAGES)
 
     async def call() -> str:
@@ -177,8 +180,10 @@ def litellm_call(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
 def hermes_litellm(base: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     from app.llm.gateway import ModelRequest, collect
     from app.llm.litellm_gateway import LiteLLMModel, ModelConfig
+    from app.settings import ModelSettings
 
-    model = LiteLLMModel(ModelConfig("openai/m", base, "sk-bench"))
+    config = ModelConfig("openai/m", base, "sk-bench")
+    model = LiteLLMModel(config, timeout_s=ModelSettings().timeout_s)
     request = ModelRequest(messages=MESSAGES)
 
     async def call() -> str:

@@ -22,8 +22,20 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench.` handlers resolve
 
 from app.llm.gateway import RequestedToolCall
+from app.resilience.breaker import BreakerPolicy
+from app.resilience.concurrency import Bulkheads
+from app.resilience.ratelimit import RateLimiter
+from app.settings import PROJECT_ROOT, ToolSettings
+from app.storage.approvals import ApprovalStore
+from app.storage.confirmations import ConfirmationStore
+from app.storage.session_writer import SessionWriter
+from app.storage.sqlite import SqliteDatabase
+from app.storage.tool_calls import ToolCallStore
+from app.tools.approvals import ApprovalBroker
 from app.tools.context import ToolContext, TurnScope
+from app.tools.deps import Dependencies
 from app.tools.executor import ToolExecutor
+from app.tools.flow import ToolGuards
 from app.tools.handlers import build_runner
 from app.tools.loader import load_tools, resolve_python
 from app.tools.registry import ToolRegistry
@@ -81,13 +93,33 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=20000)
     args = parser.parse_args()
-    path = Path(tempfile.mkdtemp()) / "tools.yaml"
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "tools.yaml"
     path.write_text(TOOLS)
     registry = ToolRegistry()
     for spec in load_tools(path, resolve=resolve_python):
         registry.register(spec, build_runner(spec, http_client=lambda: None))  # type: ignore[arg-type,return-value]
-    executor = ToolExecutor(registry)
-    scope = TurnScope("default", "u1", "ses_bench", "turn_bench", "trace")
+    migrations = PROJECT_ROOT / "migrations"
+    async with SqliteDatabase(folder / "hermes.db", migrations_dir=migrations) as db:
+        # The runtime's executor (app/runtime/parts.py); a read touches none of its stores.
+        config = ToolSettings()
+        policy = BreakerPolicy.from_settings(config)
+        executor = ToolExecutor(
+            registry,
+            deps=Dependencies(),
+            guards=ToolGuards(RateLimiter(), Bulkheads(), policy, breakers=None),
+            calls=ToolCallStore(db),
+            approvals=ApprovalBroker(ApprovalStore(db), timeout_s=5),
+            confirmations=ConfirmationStore(db),
+            config=config,
+        )
+        await measure(executor, args.calls)
+
+
+async def measure(executor: ToolExecutor, calls: int) -> None:
+    scope = TurnScope(
+        "default", "u1", "ses_bench", "turn_bench", "trace", writer=SessionWriter("ses_bench")
+    )
     tools = executor.for_turn(scope, _Quiet())
     arguments = json.dumps({"order_id": "202405201234", "verbose": True})
     ctx = ToolContext(scope, "c", "echo_order", "k", None)
@@ -97,7 +129,7 @@ async def main() -> None:
     for _ in range(2000):  # warm-up
         await echo_order(ctx, order_id="202405201234", verbose=True)
         await tools.run_one(RequestedToolCall("c", "echo_order", arguments))
-    for i in range(args.calls):
+    for i in range(calls):
         t = time.perf_counter()
         await echo_order(ctx, **json.loads(arguments))
         direct.append(time.perf_counter() - t)
@@ -106,7 +138,7 @@ async def main() -> None:
         through.append(time.perf_counter() - t)
         assert result.status == "success"
     us = 1e6
-    print(f"calls: {args.calls}")
+    print(f"calls: {calls}")
     for name, values in (("direct handler call ", direct), ("through the executor", through)):
         print(f"{name}    p50 {pct(values, 50) * us:8.1f} µs  p95 {pct(values, 95) * us:8.1f} µs")
     print(

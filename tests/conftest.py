@@ -32,6 +32,7 @@ import pytest
 
 from app.llm.testing import FakeLLMServer
 from app.settings import Settings
+from app.storage.session_writer import SessionWriter
 from app.testing import LiveService, SseEvent, serve
 from tests.postgres import pg_url  # noqa: F401  # a fixture: a fresh PostgreSQL database
 
@@ -136,11 +137,17 @@ def make_settings(
             "llm_timeout_s": 10,
             "sse_keepalive_s": 15,
             "log_json": False,
+            # No demo documents loaded on start (on PostgreSQL that is most of a start-up): the
+            # tests of knowledge turns ask for them (DEMO_KNOWLEDGE).
+            "knowledge_dir": "",
         }
         values.update(overrides)
         return Settings(**values)
 
     return make
+
+
+DEMO_KNOWLEDGE = str(Path(__file__).resolve().parents[1] / "data" / "knowledge")
 
 
 @pytest.fixture
@@ -168,6 +175,7 @@ async def a_turn(db: Any, tenant_id: str, session_id: str) -> str:
     from app.storage.turns import TurnStore
 
     accepted = await TurnStore(db).accept(
+        SessionWriter(session_id),
         tenant_id=tenant_id,
         session_id=session_id,
         content="hello",

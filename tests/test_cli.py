@@ -167,3 +167,10 @@ def test_redis_down_at_start_stops_start_up_in_one_line(tmp_path: Path) -> None:
     assert lines[0].startswith("hermes: cannot start: HERMES_REDIS_URL: ")
     assert "secret" not in lines[0]
     assert not (tmp_path / "x.db").exists()
+
+
+def test_the_settings_tables_are_printed_from_the_models() -> None:
+    result = run_hermes("settings")
+    assert result.returncode == 0, result.stderr
+    assert "**`settings.storage`**" in result.stdout
+    assert "| `HERMES_DB_SYNCHRONOUS` | `NORMAL` |" in result.stdout

@@ -567,7 +567,7 @@ async def test_a_turn_whose_database_comes_back_resumes_in_place_and_runs_no_too
             assert [(s["name"], s["status"], s["attempts"]) for s in tools] == [
                 ("create_ticket", "succeeded", 1)
             ]
-        with contextlib.closing(sqlite3.connect(settings.demo_db_path)) as demo:
+        with contextlib.closing(sqlite3.connect(settings.demo.db_path)) as demo:
             made = demo.execute("SELECT COUNT(*) FROM tickets WHERE summary = ?", (summary,))
             assert made.fetchone() == (1,)
         with psycopg.connect(url, autocommit=True) as conn:

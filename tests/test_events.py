@@ -52,6 +52,11 @@ SAMPLES: list[tuple[NewEvent, dict[str, Any], str | None]] = [
     (events.memory_recalled(T, {"items": 1}), {"turn_id": T, "items": 1}, T),
     (events.memory_forgotten(T, 3), {"turn_id": T, "count": 3}, T),
     (
+        events.knowledge_retrieved(T, "refund time", [{"document_id": "doc_1"}]),
+        {"turn_id": T, "query": "refund time", "hits": [{"document_id": "doc_1"}]},
+        T,
+    ),
+    (
         events.step_updated(
             T,
             "stp_1",

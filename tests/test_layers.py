@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("app", "errors"),
     ("settings", "principal", "text", "events"),
     ("storage",),
-    ("nlu", "memory", "resilience", "observability"),
+    ("nlu", "memory", "resilience", "observability", "knowledge"),
     ("llm",),
     ("tools",),
     # The demo shop: one deployment's backend and its tools, built on the tools layer like any

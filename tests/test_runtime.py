@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import re
@@ -12,9 +13,23 @@ from typing import Any
 from app.llm.testing import FakeLLMServer, Reply, ToolCall, ToolCalls
 from app.runtime import REDIS_DEGRADED, SharedHttpClient, health_status
 from app.settings import PROJECT_ROOT
+from app.storage.session_writer import NO_SESSION
 from app.testing import serve
 from tests.conftest import FIXTURE_TOOLS, new_session
 from tests.tools import test_deps
+
+
+def test_start_up_is_steps_no_longer_than_60_lines() -> None:
+    """`open_runtime` composes start-up steps; none of them (nor anything else in
+    app/runtime/) grows back into one long function."""
+    long = [
+        f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted((PROJECT_ROOT / "app" / "runtime").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or 0) - node.lineno + 1 > 60
+    ]
+    assert long == []
 
 
 async def test_http_tools_client_is_made_on_first_use_and_shared() -> None:
@@ -61,10 +76,11 @@ async def test_the_service_purges_on_its_interval_and_says_so_in_its_metrics(
             assert answered.status_code == 200, answered.text
         long_ago = time.time() - 40 * 86400
         await svc.runtime.db.write(
+            NO_SESSION,
             lambda conn: conn.execute(
                 "UPDATE sessions SET status = 'archived', archived_at = ? WHERE id = ?",
                 (long_ago, old),
-            )
+            ),
         )
         passes = svc.runtime.purger.passes
         async with asyncio.timeout(10):

@@ -430,17 +430,17 @@ async def test_planted_secrets_are_found_only_where_the_policy_allows(
     assert mail["To"] == EMAIL and BANK_CARD in mail.get_content()
 
     if database_url is None:
-        tables = _sqlite_tables(settings.db_path)
+        tables = _sqlite_tables(settings.storage.db_path)
         # Pages hold allowed places too (the customer's message): the files' bytes are searched
         # for the secrets, which have no allowed place at all.
-        found = _sweep_bytes(settings.db_path, secrets)
-        found += _sweep_bytes(Path(f"{settings.db_path}-wal"), secrets)
+        found = _sweep_bytes(settings.storage.db_path, secrets)
+        found += _sweep_bytes(Path(f"{settings.storage.db_path}-wal"), secrets)
     else:
         tables = await _postgres_tables(database_url)
         found = []
     assert "messages" in tables and "approvals" in tables and "tool_calls" in tables
     found += _sweep_rows(tables, planted, ALLOWED, "hermes")
-    found += _sweep_rows(_sqlite_tables(settings.demo_db_path), planted, DEMO_ALLOWED, "demo")
+    found += _sweep_rows(_sqlite_tables(settings.demo.db_path), planted, DEMO_ALLOWED, "demo")
     found += _sweep_logs(caplog.records, planted)
     assert caplog.records, "no log record was captured: the sweep would prove nothing"
     assert not found, "planted values outside the allowed places:\n" + "\n".join(

@@ -5,25 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from app.errors import ConfigError
-from app.settings import load_settings
+from app.settings import (
+    GROUPS,
+    VARIABLES,
+    Settings,
+    StorageSettings,
+    describe_validation_error,
+    load_settings,
+)
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     s = load_settings()
-    assert s.model == "hermes/local"
-    assert s.max_tool_rounds == 8
-    assert s.session_idle_minutes == 15
-    assert s.busy_policy == "reject"
-    assert s.db_synchronous == "NORMAL"
-    assert s.fallback_models == []
-    assert (s.llm_retries, s.llm_retry_backoff_s, s.llm_retry_backoff_max_s) == (2, 0.5, 8.0)
-    assert (s.model_breaker_failures, s.model_breaker_timeouts) == (3, 2)
-    assert s.model_breaker_open_s == 30
-    assert (s.model_api, s.model_max_connections) == ("auto", 100)
-    assert (s.max_header_bytes, s.max_headers) == (16384, 100)
-    assert (s.header_timeout_s, s.body_timeout_s) == (10.0, 30.0)
+    assert s.model.name == "hermes/local"
+    assert s.turns.max_tool_rounds == 8
+    assert s.sessions.idle_minutes == 15
+    assert s.turns.busy_policy == "reject"
+    assert s.storage.synchronous == "NORMAL"
+    assert s.model.fallbacks == []
+    assert (s.model.retries, s.model.retry_backoff_s, s.model.retry_backoff_max_s) == (2, 0.5, 8.0)
+    assert (s.model.breaker_failures, s.model.breaker_timeouts) == (3, 2)
+    assert s.model.breaker_open_s == 30
+    assert (s.model.api, s.model.max_connections) == ("auto", 100)
+    assert (s.http.max_header_bytes, s.http.max_headers) == (16384, 100)
+    assert (s.http.header_timeout_s, s.http.body_timeout_s) == (10.0, 30.0)
 
 
 def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,19 +41,19 @@ def test_environment_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "3")
     monkeypatch.setenv("HERMES_DB_SYNCHRONOUS", "FULL")
     s = load_settings()
-    assert s.model == "openai/gpt-4o-mini"
-    assert s.fallback_models == ["openai/a", "openai/b"]
-    assert s.busy_policy == "enqueue"
-    assert s.max_tool_rounds == 3
-    assert s.db_synchronous == "FULL"
+    assert s.model.name == "openai/gpt-4o-mini"
+    assert s.model.fallbacks == ["openai/a", "openai/b"]
+    assert s.turns.busy_policy == "enqueue"
+    assert s.turns.max_tool_rounds == 3
+    assert s.storage.synchronous == "FULL"
 
 
 def test_model_prices_per_million_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert load_settings().model_price_table == {}
+    assert load_settings().model.price_table == {}
     monkeypatch.setenv(
         "HERMES_MODEL_PRICES", "openai/gpt-4o-mini=0.15/0.60, deepseek/chat=0.27/1.1"
     )
-    assert load_settings().model_price_table == {
+    assert load_settings().model.price_table == {
         "openai/gpt-4o-mini": (0.15, 0.6),
         "deepseek/chat": (0.27, 1.1),
     }
@@ -76,6 +84,7 @@ def test_model_prices_per_million_tokens(monkeypatch: pytest.MonkeyPatch) -> Non
         ("HERMES_MAX_HEADERS", "8"),
         ("HERMES_HEADER_TIMEOUT_S", "0"),
         ("HERMES_BODY_TIMEOUT_S", "-1"),
+        ("HERMES_REDACT_PATTERNS", r"\d{4}, [unclosed"),  # at start-up, not on the first turn
     ],
 )
 def test_bad_values_name_the_variable(
@@ -93,9 +102,9 @@ def test_yaml_file_is_read_and_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("HERMES_CONFIG", str(config))
     monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "5")
     s = load_settings()
-    assert s.model == "openai/from-yaml"
-    assert s.busy_policy == "enqueue"
-    assert s.max_tool_rounds == 5
+    assert s.model.name == "openai/from-yaml"
+    assert s.turns.busy_policy == "enqueue"
+    assert s.turns.max_tool_rounds == 5
 
 
 def test_yaml_unknown_key_and_missing_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -112,7 +121,7 @@ def test_yaml_unknown_key_and_missing_file(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_AUTH", "api_key")
     # No bootstrap key is fine: managed keys live in the database (`hermes keys create`).
-    assert load_settings().api_keys == []
+    assert load_settings().auth.api_keys == []
     monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcde")
     with pytest.raises(ConfigError, match="HERMES_API_KEYS: API keys must be at least 16"):
         load_settings()
@@ -125,21 +134,21 @@ def test_auth_needs_well_formed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="HERMES_API_KEYS: a customer key must be bound"):
         load_settings()
     monkeypatch.setenv("HERMES_API_KEYS", "acme:agent:0123456789abcdef")
-    assert load_settings().api_keys == ["acme:agent:0123456789abcdef"]
+    assert load_settings().auth.api_keys == ["acme:agent:0123456789abcdef"]
 
 
 def test_redis_url_and_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     s = load_settings()
-    assert (s.redis_url, s.redis_prefix) == (None, "hermes")
+    assert (s.redis.url, s.redis.prefix) == (None, "hermes")
     monkeypatch.setenv("HERMES_REDIS_URL", "rediss://:hunter2x@cache.internal:6380/2")
     monkeypatch.setenv("HERMES_REDIS_PREFIX", "cc-east")
     s = load_settings()
     url = "rediss://:hunter2x@cache.internal:6380/2"
-    assert (s.shared_redis_url, s.redis_prefix) == (url, "cc-east")
+    assert (s.redis.shared_url, s.redis.prefix) == (url, "cc-east")
     assert "hunter2x" not in repr(s)
-    assert "rate_limit_storage" not in s.model_fields_set  # so rate limits follow Redis
+    assert "rate_limit_storage" not in s.tools.model_fields_set  # so rate limits follow Redis
     monkeypatch.setenv("HERMES_RATE_LIMIT_STORAGE", "memory://")
-    assert "rate_limit_storage" in load_settings().model_fields_set  # given: it wins
+    assert "rate_limit_storage" in load_settings().tools.model_fields_set  # given: it wins
 
 
 @pytest.mark.parametrize("url", ["http://:secret@cache:6379", "cache:6379", "memory://"])
@@ -165,7 +174,13 @@ def test_auth_settings_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     with pytest.raises(ConfigError, match="HERMES_PUBLIC_PATHS: unknown 'admin'"):
         load_settings()
     monkeypatch.setenv("HERMES_PUBLIC_PATHS", "healthz,metrics,docs,openapi.json,redoc")
-    assert load_settings().public_paths == ["healthz", "metrics", "docs", "openapi.json", "redoc"]
+    assert load_settings().auth.public_paths == [
+        "healthz",
+        "metrics",
+        "docs",
+        "openapi.json",
+        "redoc",
+    ]
     monkeypatch.setenv("HERMES_JWT_JWKS", "http://auth.example.com/jwks.json")
     with pytest.raises(ConfigError, match="HERMES_JWT_JWKS: a JWKS URL must be on loopback"):
         load_settings()
@@ -173,7 +188,7 @@ def test_auth_settings_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     with pytest.raises(ConfigError, match="HERMES_JWT_JWKS: no such JWKS file"):
         load_settings()
     monkeypatch.setenv("HERMES_JWT_JWKS", "http://127.0.0.1:9999/jwks.json")
-    assert load_settings().jwt_jwks == "http://127.0.0.1:9999/jwks.json"
+    assert load_settings().auth.jwt_jwks == "http://127.0.0.1:9999/jwks.json"
     monkeypatch.setenv("HERMES_JWT_SECRET", "short")
     with pytest.raises(ConfigError, match="HERMES_JWT_SECRET") as caught:
         load_settings()
@@ -199,9 +214,59 @@ def test_steps_are_not_kept_longer_than_the_events_holding_their_results(
     monkeypatch.setenv("HERMES_RETENTION_IDEMPOTENCY_DAYS", "0")
     if not refused:
         settings = load_settings()
-        assert settings.retention_steps_days == float(steps)
+        assert settings.retention.steps_days == float(steps)
         return
     with pytest.raises(ConfigError) as info:
         load_settings()
     message = str(info.value)
     assert "HERMES_RETENTION_STEPS_DAYS" in message and "HERMES_RETENTION_EVENTS_DAYS" in message
+
+
+def _as_variable(value: object) -> str:
+    """A default as the environment would spell it."""
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_every_variable_lands_in_its_group_from_the_environment_and_from_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    defaults = {name: getattr(GROUPS[group](), field) for name, (group, field) in VARIABLES.items()}
+    given = {name: value for name, value in defaults.items() if value is not None}
+    assert len(given) > 100
+    for name, value in given.items():
+        monkeypatch.setenv(f"HERMES_{name.upper()}", _as_variable(value))
+    for settings in (load_settings(), Settings(**given)):
+        for name, value in given.items():
+            group, field = VARIABLES[name]
+            assert getattr(getattr(settings, group), field) == value, name
+            assert field in getattr(settings, group).model_fields_set, name
+
+
+def test_a_group_given_whole_keeps_its_values_and_takes_the_flat_ones(tmp_path: Path) -> None:
+    storage = StorageSettings(db_path=tmp_path / "a.db", synchronous="FULL")
+    s = Settings(storage=storage, db_pool_size=8, model="openai/m")
+    assert (s.storage.db_path, s.storage.synchronous) == (tmp_path / "a.db", "FULL")
+    assert s.storage.pool_size == 8 and s.model.name == "openai/m"
+    assert Settings(storage=storage).storage is storage
+
+
+def test_a_rule_across_a_groups_settings_names_its_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HERMES_SESSION_LEASE_S", "3")
+    monkeypatch.setenv("HERMES_SESSION_LEASE_RENEW_S", "5")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert "HERMES_SESSION_LEASE_RENEW_S must be shorter than HERMES_SESSION_LEASE_S" in str(
+        info.value
+    )
+
+
+def test_a_secret_is_never_echoed_in_an_error() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings(model_api_key=["not", "a", "string"], auth_secret="short")
+    problems = dict(describe_validation_error(caught.value))
+    assert set(problems) == {"HERMES_MODEL_API_KEY", "HERMES_AUTH_SECRET"}
+    assert "short" not in problems["HERMES_AUTH_SECRET"]

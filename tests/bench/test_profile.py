@@ -10,7 +10,7 @@ SP = "/venv/lib/python3.11/site-packages"
 LIB = "/usr/lib/python3.11"
 MAIN = "thread (1): MainThread;<module> (/src/app/cli.py:74);run (" + SP + "/uvicorn/main.py:632)"
 RAW = f"""\
-{MAIN};TurnRunner.run (/src/app/conversation/runner.py:223);Tx.execute (/src/app/storage/tx.py:30) 3
+{MAIN};TurnPipeline.run (/src/app/conversation/turn/pipeline.py:63);Tx.execute (/src/app/storage/tx.py:30) 3
 {MAIN};LiteLLMModel.stream (/src/app/llm/litellm_gateway.py:81);AsyncStream.__aiter__ ({SP}/openai/_streaming.py:167) 5
 {MAIN};Runner.run ({LIB}/asyncio/runners.py:118) 2
 thread (2): uvloop_1;_worker ({LIB}/concurrent/futures/thread.py:83);completion ({SP}/litellm/main.py:5979) 4
