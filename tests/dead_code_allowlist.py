@@ -22,7 +22,7 @@ _.__annotations__
 _.keep_alive
 _.disconnected
 # Hooks their framework calls by name: pydantic-settings, aiosmtpd, html.parser, http.server,
-# locust.
+# locust, schemathesis.
 _.settings_customise_sources
 env_settings
 dotenv_settings
@@ -41,6 +41,7 @@ _.on_start
 _options
 _load_customers
 _.output_model
+filter_failure
 # Factories loaded by name: `uvicorn app.main:worker_app --factory`, the bench's baselines.
 worker_app
 litellm_app

@@ -4,6 +4,7 @@ refused before they are read, documents that cannot be read refused whole; roles
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -361,6 +362,8 @@ async def test_search_parameters_are_checked(
         ({"valid_until": "2026-02-30"}, "body.valid_until"),
         ({"valid_from": "2026-01-01T00:00:00"}, "body.valid_from"),  # no zone
         ({"source_url": "ftp://x"}, "body.source_url"),
+        ({"source_url": "http://["}, "body.source_url"),
+        ({"source_url": "https://user@host/x"}, "body.source_url"),
         ({"language": "fr"}, "body.language"),
         ({"owner": "me"}, "body.owner"),
         ({"tags": ["x" * 65]}, "body.tags.0"),
@@ -372,6 +375,11 @@ async def test_document_bodies_are_checked(
     error = await add(svc, 422, **body)
     assert error["error"]["code"] == "validation_error"
     assert field in [e["field"] for e in error["error"]["details"]["errors"]]
+
+
+async def test_a_source_url_may_have_a_port_a_query_and_a_fragment(svc: LiveService) -> None:
+    url = "http://10.0.0.7:8443/help/returns?lang=en&v=2#fees"
+    assert (await add(svc, source_url=url))["source"] == url
 
 
 async def test_other_bad_requests(svc: LiveService) -> None:
@@ -404,6 +412,9 @@ async def test_the_openapi_document_describes_both_bodies(svc: LiveService) -> N
     assert content["application/json"]["schema"]["required"] == ["title", "content", "format"]
     upload = content["multipart/form-data"]["schema"]
     assert upload["required"] == ["file"] and upload["properties"]["file"]["format"] == "binary"
+    # A form field is a value or absent: no null alternative (a client would send "null").
+    assert "null" not in json.dumps(upload["properties"])
+    assert upload["properties"]["source_url"]["type"] == "string"
     assert {"200", "201", "403", "413", "415"} <= set(post["responses"])
     assert set(doc["paths"][SEARCH]["get"]["responses"]["200"]["content"]) == {"application/json"}
     params = {p["name"] for p in doc["paths"][DOCS]["get"]["parameters"]}

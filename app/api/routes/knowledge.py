@@ -58,7 +58,10 @@ MAX_TITLE = 300
 M = TypeVar("M", bound=BaseModel)
 Language = Literal["zh", "en"]
 Tag = Annotated[Label, Field(min_length=1, max_length=64)]
-SourceUrl = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"^https?://\S+$")]
+# An http(s) URL whose host is a name or an IPv4 address, with an optional port, path, query and
+# fragment: "http://[" (an unclosed IPv6 literal) is not a URL any client could open.
+SOURCE_URL_PATTERN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#]\S*)?$"
+SourceUrl = Annotated[str, Field(min_length=1, max_length=2000, pattern=SOURCE_URL_PATTERN)]
 
 _FORBIDDEN: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorResponse, "description": "A customer key, or a role that may not"},
@@ -180,11 +183,21 @@ class UploadFields(_Meta):
     tags: str | None = Field(None, max_length=2000, description="Comma separated")
 
 
+def _form_field(schema: dict[str, Any]) -> dict[str, Any]:
+    """A field as a form sends it: present with a value, or absent; a form has no null (the
+    text "null" would be a value)."""
+    field = {k: v for k, v in schema.items() if k != "default" or v is not None}
+    kinds = [kind for kind in field.pop("anyOf", []) if kind != {"type": "null"}]
+    if len(kinds) == 1:
+        return {**field, **kinds[0]}
+    return {**field, "anyOf": kinds} if kinds else field
+
+
 def _upload_schema() -> dict[str, Any]:
     schema = UploadFields.model_json_schema()
     schema["properties"] = {
         "file": {"type": "string", "format": "binary"},
-        **schema["properties"],
+        **{name: _form_field(field) for name, field in schema["properties"].items()},
     }
     schema["required"] = ["file"]
     return schema
