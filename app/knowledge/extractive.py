@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import zip_longest
 
 from app.knowledge.chunking import sentences
@@ -115,7 +117,11 @@ def _read(heading: str, pieces: list[_Piece], language: str) -> list[str]:
     return texts
 
 
-def _pieces(text: str) -> list[_Piece]:
+@lru_cache(maxsize=4096)
+def _pieces(text: str) -> tuple[_Piece, ...]:
+    """What a passage says, piece by piece. Kept per text: the same passages answer question
+    after question, and reading one (its sentences, terms and figures) is most of an answer's
+    cost."""
     out: list[_Piece] = []
     table: list[list[str]] = []  # the rows of the table being read, its header first
     for line in [*text.splitlines(), ""]:
@@ -134,11 +140,11 @@ def _pieces(text: str) -> list[_Piece]:
             out.append(_Piece(_plain(_LIST_ITEM.sub("", line, count=1)), item=True))
         elif line:
             out.extend(_Piece(_plain(sentence), item=False) for sentence in sentences(line))
-    return [
+    return tuple(
         _Piece(p.text, p.item, _terms(p.text), frozenset(c.kind for c in claims(p.text)))
         for p in out
         if p.text
-    ]
+    )
 
 
 def _row(header: list[str], cells: list[str]) -> str:
@@ -191,7 +197,7 @@ def _terms(text: str) -> frozenset[str]:
     return frozenset(terms)
 
 
-def _weights(pieces: list[_Piece]) -> dict[str, float]:
+def _weights(pieces: Sequence[_Piece]) -> dict[str, float]:
     """Rarer terms within the passage weigh more: the word that sets one row apart counts."""
     counts: dict[str, int] = {}
     for piece in pieces:

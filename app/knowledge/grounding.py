@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 from app.knowledge._figures import (
@@ -403,8 +404,16 @@ def _gives(claim: Claim) -> set[tuple[str, str]]:
 def unsupported(reply: str, sources: Iterable[str]) -> list[Claim]:
     """The claims of `reply` that no source states (passages, tool results, the customer's
     words): [] when every figure is grounded."""
+    made = claims(reply)
+    if not made:
+        return []  # nothing to support: the sources need not be read
     stated: set[tuple[str, str]] = set()
     for source in sources:
-        for claim in claims(source):
-            stated |= _gives(claim)
-    return [claim for claim in claims(reply) if not _needs(claim) & stated]
+        stated |= _stated(source)
+    return [claim for claim in made if not _needs(claim) & stated]
+
+
+@lru_cache(maxsize=4096)
+def _stated(source: str) -> frozenset[tuple[str, str]]:
+    """What a source supports. Kept per text: the same passages come back turn after turn."""
+    return frozenset(given for claim in claims(source) for given in _gives(claim))
