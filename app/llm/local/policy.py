@@ -137,6 +137,9 @@ class Understanding:
     continued: bool = False  # the last message answered a question for the previous intent
     memory: Memory = field(default_factory=Memory)
     language: Lang = "en"
+    # A question put to the documents only because the classifier could not place it: if
+    # they do not recognise it either, it is answered as any message we cannot place.
+    unsure: bool = False
 
 
 class DialoguePolicy:
@@ -163,6 +166,8 @@ class DialoguePolicy:
             found = searched(transcript.exchanges)
             if found is None and SEARCH_TOOL in offered:
                 return CallTool(SEARCH_TOOL, {"query": question, "language": lang}, POLICY_QUESTION)
+            if u.unsure and not (found or {}).get("passages"):
+                return Handoff(t.HANDOFF[LOW_CONFIDENCE][lang], LOW_CONFIDENCE)
             focus = transcript.user_turns[-1].text if u.continued else None
             return Reply(knowledge_answer(question, lang, found, focus), POLICY_QUESTION)
         preferences = recalled_preferences(messages)
@@ -253,6 +258,7 @@ class DialoguePolicy:
             else:
                 confident = parse.confidence >= self.min_confidence
                 intent = parse.intent if confident else LOW_CONFIDENCE
+                unsure = False
                 if not confident and _COMPLAINT_WORD.search(turn.text):
                     # A long complaint with order details reads as anything; a complaint about
                     # a refund ("the refund took weeks") is not a request to refund again.
@@ -268,6 +274,12 @@ class DialoguePolicy:
                     intent = POLICY_QUESTION
                 elif not confident and _unsure_refund(parse, slots, turn.text):
                     intent = "refund_request"
+                elif not confident and asks(turn.text) and "order_id" not in slots:
+                    # A question the classifier cannot place ("Will you send a replacement for
+                    # a broken item, and how quickly?") is put to the documents: they answer
+                    # it, or (`unsure`) it is answered as any message we cannot place. About
+                    # an order, it is not a question about the rules.
+                    intent, unsure = POLICY_QUESTION, True
                 elif intent in _ASKED_RULES and asks(turn.text) and "order_id" not in slots:
                     # "Can I return an item I no longer want?", "How do I get a refund?": asked
                     # about no order, it is a question about the rule, answered from the
@@ -276,7 +288,7 @@ class DialoguePolicy:
                 if intent != active:
                     u.memory.new_thread()
                 u.memory.new_request()
-                u.intent, u.continued = intent, False
+                u.intent, u.continued, u.unsure = intent, False, unsure
             if u.intent == "refund_request" and "amount" not in slots:
                 said = _REFUND_AMOUNT.search(residual)
                 if said:

@@ -156,6 +156,40 @@ def test_low_confidence_hands_off_politely(parser: ScriptedParser) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("Will you send a replacement for a broken item, and how quickly?", "en"),
+        ("坏了的东西能换新的吗", "zh"),
+    ],
+)
+def test_a_question_the_classifier_cannot_place_is_put_to_the_documents(
+    text: str, lang: str
+) -> None:
+    parser = ScriptedParser().on(text, "order_status", 0.3)
+    decision = decide(parser, user(text), tools=ALL_TOOLS | {"search_knowledge"})
+    assert decision == CallTool(
+        "search_knowledge", {"query": text, "language": lang}, "policy_question"
+    )
+    search = tool_call("search_knowledge", {"query": text, "language": lang})
+    # the documents do not recognise it either: answered as any message we cannot place
+    nothing = tool_result("call_1", success({"passages": []}))
+    decision = decide(parser, user(text), search, nothing, tools=ALL_TOOLS | {"search_knowledge"})
+    assert decision == Handoff(t.HANDOFF["low_confidence"][lang], "low_confidence")
+    # they do: the answer is theirs
+    passage = {"title": "Damaged items", "section": "Replacements", "language": lang,
+               "text": "A damaged item is replaced within 3 days."}  # fmt: skip
+    found = tool_result("call_1", success({"passages": [passage]}))
+    decision = decide(parser, user(text), search, found, tools=ALL_TOOLS | {"search_knowledge"})
+    assert isinstance(decision, Reply) and decision.intent == "policy_question"
+    assert "3 days" in decision.text
+    # the same words about an order are no question about the rules: as unsure as before
+    about = f"{text} {ORDER}"
+    parser.on(about, "order_status", 0.3, {"order_id": ORDER})
+    decision = decide(parser, user(about), tools=ALL_TOOLS | {"search_knowledge"})
+    assert decision == Handoff(t.HANDOFF["low_confidence"][lang], "low_confidence")
+
+
+@pytest.mark.parametrize(
     ("text", "top", "amount", "refund"),
     [
         (f"订单{ORDER}有个手机壳裂了，退50块", "order_status", "50", True),
