@@ -144,6 +144,9 @@ class KnowledgeBase(Store):
 
         def job(tx: Tx) -> Added:
             existing = store.by_source(tx, tenant_id, source)
+            if existing is None and source_url:
+                # the same page under another source: the demo's file, now sent by its URL
+                existing = store.by_source_url(tx, tenant_id, source_url)
             if existing is not None and existing.content_hash == digest:
                 return Added(existing, "unchanged")
             saved = store.save(tx, new, existing)

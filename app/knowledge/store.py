@@ -148,6 +148,17 @@ def by_source(tx: Tx, tenant_id: str, source: str) -> Document | None:
     return None if row is None else Document.from_row(row)
 
 
+def by_source_url(tx: Tx, tenant_id: str, source_url: str) -> Document | None:
+    """The tenant's first document with this source URL (a page loaded from a file names its
+    URL in its front matter; the API names a document by it)."""
+    row = tx.one(
+        f"SELECT {_DOCUMENT} FROM knowledge_documents WHERE tenant_id = ? AND source_url = ?"
+        f" ORDER BY created_at, id LIMIT 1{tx.for_update}",
+        (tenant_id, source_url),
+    )
+    return None if row is None else Document.from_row(row)
+
+
 def _by_id(tx: Tx, tenant_id: str, document_id: str) -> Document:
     row = tx.one(
         f"SELECT {_DOCUMENT} FROM knowledge_documents WHERE id = ? AND tenant_id = ?",

@@ -71,6 +71,22 @@ async def test_a_changed_document_is_a_new_version_and_its_old_text_is_never_fou
     assert any("3 to 5" in t for t in texts)
 
 
+async def test_the_same_source_url_under_another_source_is_the_next_version(kb: KnowledgeBase):
+    url = "https://help.example.com/refunds"
+    first = await _add(kb, source="refunds.md", source_url=url)
+    sent = await _add(kb, source=url, source_url=url, content=REFUNDS_V2)
+    assert (sent.action, sent.document.id, sent.document.version) == (
+        "updated", first.document.id, 2,
+    )  # fmt: skip
+    assert sent.document.source == "refunds.md"  # its identity is kept
+    assert await kb.count("acme") == 1
+    found = await kb.search("acme", "credit card refund working days")
+    assert found and "3 to 5" in found[0].text
+    # another URL is another document
+    other = await _add(kb, source="other.md", source_url=url + "-2", content=WARRANTY)
+    assert other.action == "added" and await kb.count("acme") == 2
+
+
 async def test_another_tenant_sees_nothing(kb: KnowledgeBase):
     added = await _add(kb)
 
