@@ -112,6 +112,15 @@ async def test_a_request_asked_about_no_order_is_a_question_about_its_rule(
     assert "search_knowledge" not in tools
 
 
+async def test_a_follow_up_that_names_an_order_is_a_request(offline: LiveService) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    _, first, _ = await _ask(offline, session_id, "尺码不合适想退，运费谁出？")
+    assert first
+    text, cited, tools = await _ask(offline, session_id, "那就把订单202405201234退货吧")
+    assert "search_knowledge" not in tools and not cited
+    assert "202405201234" in text  # its read-back, or what stands in its way: not the rules
+
+
 async def test_a_follow_up_keeps_the_topic(offline: LiveService) -> None:
     session_id = await new_session(offline, "cust_0001")
     _, first, _ = await _ask(offline, session_id, "Who pays for return shipping?")

@@ -248,8 +248,9 @@ class DialoguePolicy:
                 # "是的" to the read-back of the active request's call: the runtime runs it, and
                 # this turn is still that request (its recall, its tools, its reply).
                 u.intent, u.continued = active, True
-            elif u.intent == POLICY_QUESTION and follows_up(turn.text):
-                # "and for damaged items?" / "那质量问题呢": the same question, on a new case
+            elif u.intent == POLICY_QUESTION and follows_up(turn.text) and "order_id" not in slots:
+                # "and for damaged items?" / "那质量问题呢": the same question, on a new case;
+                # "那就帮我把订单…退了吧" names an order: a request, read as one
                 u.intent, u.continued = POLICY_QUESTION, True
             elif accepts_offer(turn):  # "好的" to "shall I get a colleague?": a handoff
                 u.memory.new_thread()
