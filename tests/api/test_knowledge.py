@@ -189,6 +189,31 @@ async def test_a_markdown_upload_is_named_by_its_file(svc: LiveService) -> None:
     assert (again.status_code, again.json()["action"]) == (200, "unchanged")
 
 
+async def test_hidden_characters_alone_are_no_title_and_no_tag(svc: LiveService) -> None:
+    added = await add(svc, title="\u0012\u200b", tags=["\u0012", " refunds "])
+    assert (added["title"], added["tags"]) == ("Refunds", ["refunds"])  # its own heading
+    assert added["source"].startswith("untitled-")  # named by its content
+    again = await add(svc, 200, title="\u0012", tags=["\u0012", " refunds "])
+    assert (again["action"], again["id"]) == ("unchanged", added["id"])
+
+
+async def test_an_uploads_tags_are_at_most_twenty_of_sixty_four_characters(
+    svc: LiveService,
+) -> None:
+    async def upload(tags: str) -> httpx.Response:
+        files = {"file": ("refunds.md", REFUNDS.encode())}
+        return await svc.client.post(DOCS, files=files, data={"tags": tags})
+
+    for tags in (",".join(["t"] * 21), "x" * 65):
+        response = await upload(tags)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["details"]["errors"][0]["field"] == "body.tags"
+    response = await upload(",".join(["t"] * 17) + ",\u0012, ," + "y" * 64)  # 20 parts
+    assert response.status_code == 201, response.text
+    assert response.json()["tags"] == ["t"] * 17 + ["y" * 64]
+    assert await count(svc) == 1
+
+
 async def test_a_pdf_upload_and_its_format_by_media_type(svc: LiveService) -> None:
     pdf = _pdf(["Refunds to a bank card take 3-7 working days.", "Alipay: 24 hours."])
     response = await svc.client.post(DOCS, files={"file": ("times", pdf, "application/pdf")})

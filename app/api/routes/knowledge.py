@@ -15,17 +15,18 @@ It is parsed whole before anything is stored, so a refused document leaves nothi
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from app.api.auth import require_role
 from app.api.deps import KnowledgeDep, PrincipalDep
 from app.api.params import DOCUMENT_CURSOR, DayOrInstant, DocumentId, cursor_query
-from app.api.schemas import ErrorResponse, Label, Strict, iso
+from app.api.schemas import ErrorResponse, Strict, iso
 from app.errors import Forbidden, InvalidDocument, InvalidInput, UnsupportedMediaType
 from app.knowledge.gaps import Gap
 from app.knowledge.ingest import SUFFIXES, day_start
@@ -57,7 +58,15 @@ MAX_TITLE = 300
 
 M = TypeVar("M", bound=BaseModel)
 Language = Literal["zh", "en"]
-Tag = Annotated[Label, Field(min_length=1, max_length=64)]
+# A title or a tag is checked as sent, then cleaned of hidden characters (app/text/labels.py).
+# One that was nothing but hidden characters is then empty: a tag says nothing and is dropped,
+# a title gives way to the document's own (its first heading, or its source).
+MAX_TAG = 64
+MAX_TAGS = 20
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG), AfterValidator(clean_label)]
+Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE), AfterValidator(clean_label)]
+# The upload's tags, comma separated: at most MAX_TAGS, each at most MAX_TAG characters.
+FORM_TAGS = rf"^[^,]{{0,{MAX_TAG}}}(,[^,]{{0,{MAX_TAG}}}){{0,{MAX_TAGS - 1}}}$"
 # An http(s) URL whose host is a name or an IPv4 address, with an optional port, path, query and
 # fragment: "http://[" (an unclosed IPv6 literal) is not a URL any client could open.
 SOURCE_URL_PATTERN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#]\S*)?$"
@@ -167,20 +176,25 @@ class _Meta(Strict):
 
 
 class NewDocument(_Meta):
-    title: Label = Field(min_length=1, max_length=MAX_TITLE)
+    title: Title
     content: str = Field(min_length=1, description="At most the knowledge limit as UTF-8")
     format: Literal["markdown", "html", "text"] = Field(description="PDF by upload only")
-    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
 
 
 class UploadFields(_Meta):
     """A multipart upload's fields besides `file`."""
 
-    title: Label | None = Field(None, min_length=1, max_length=MAX_TITLE)
+    title: Title | None = None
     format: Literal["markdown", "html", "text", "pdf"] | None = Field(
         None, description="From the file's suffix or media type when absent"
     )
-    tags: str | None = Field(None, max_length=2000, description="Comma separated")
+    tags: str | None = Field(
+        None,
+        max_length=MAX_TAGS * (MAX_TAG + 1),
+        pattern=FORM_TAGS,
+        description=f"Comma separated: at most {MAX_TAGS}, each at most {MAX_TAG} characters",
+    )
 
 
 def _form_field(schema: dict[str, Any]) -> dict[str, Any]:
@@ -271,12 +285,12 @@ async def _add_json(
     start, end = _bounds(body)
     return await kb.add(
         principal.tenant_id,
-        source=body.source_url or body.title,
+        source=_source(content, body.source_url, body.title),
         content=content,
         format=body.format,
-        title=body.title,
+        title=body.title or None,
         language=body.language,
-        tags=body.tags,
+        tags=_said(body.tags),
         source_url=body.source_url,
         valid_from=start,
         valid_until=end,
@@ -299,17 +313,16 @@ async def _add_upload(
     finally:
         await form.close()
     kb.check_size(len(content))
-    source = meta.source_url or _file_name(upload) or meta.title or ""
     start, end = _bounds(meta)
-    tags = [t.strip() for t in (meta.tags or "").split(",") if t.strip()]
+    tags = [clean_label(t) for t in (meta.tags or "").split(",")]
     return await kb.add(
         principal.tenant_id,
-        source=source,
+        source=_source(content, meta.source_url, _file_name(upload), meta.title),
         content=content,
         format=format,
-        title=meta.title,
+        title=meta.title or None,
         language=meta.language,
-        tags=_validated_tags(tags),
+        tags=_said(tags),
         source_url=meta.source_url,
         valid_from=start,
         valid_until=end,
@@ -332,12 +345,18 @@ def _parts(form: FormData) -> tuple[UploadFile, dict[str, Any]]:
     return upload, fields
 
 
-class _Tags(Strict):
-    tags: list[Tag] = Field(max_length=20)
+def _said(tags: list[str]) -> list[str]:
+    """The tags that say something, trimmed."""
+    return [tag.strip() for tag in tags if tag.strip()]
 
 
-def _validated_tags(tags: list[str]) -> list[str]:
-    return _validated(_Tags, {"tags": tags}).tags
+def _source(content: bytes, *names: str | None) -> str:
+    """A document's identity: the first of `names` that says something; with none, its
+    content's (the same text sent again is the same document)."""
+    for name in names:
+        if name and name.strip():
+            return name.strip()
+    return f"untitled-{hashlib.sha256(content).hexdigest()[:16]}"
 
 
 def _check_trust(principal: Principal, trusted: bool) -> None:
