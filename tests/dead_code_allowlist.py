@@ -46,11 +46,13 @@ filter_failure
 worker_app
 litellm_app
 openai_app
-# Tool handlers, prechecks and rule queries tools.yaml (and the tests' tools files) name.
+# Tool handlers, prechecks, read-back resolvers and rule queries tools.yaml (and the tests' tools
+# files) name.
 contact_change_history
 search_knowledge
 refund_precheck
 return_precheck
+refund_left
 refund_history
 save_note
 record_visit
@@ -64,6 +66,7 @@ read_file
 paid_out
 account_changes
 account_check
+what_is_left
 known_customer
 stock_check
 WAREHOUSE

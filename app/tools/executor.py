@@ -269,7 +269,7 @@ class TurnTools:
         if rejected:
             return _rule_refusal(rejected)
         if spec.confirm is not None and call.id not in self.policy.confirmed:
-            return await self._ask_to_confirm(call, spec, args)
+            return await self._ask_to_confirm(call, spec, args, ctx)
 
         reasons = [v.reason for v in per_call if v.action == "approval"]
         reasons += [f.reason for f in found if f.action == "approval"]
@@ -309,7 +309,7 @@ class TurnTools:
         return result
 
     async def _ask_to_confirm(
-        self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any]
+        self, call: RequestedToolCall, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext[Any]
     ) -> ToolResult:
         """Record what the customer is asked to confirm; the turn then asks them and ends."""
         if self.confirmation is not None:
@@ -322,7 +322,8 @@ class TurnTools:
         # (a recalled note lasts only its own turn) goes with it, so its approval is still asked.
         for source in self.policy.taint.sources:
             self.policy.taint.add(source, lasting=True)
-        readback = confirm.readback(spec, args, self.executor.redactor)
+        resolved = await confirm.resolved(spec, ctx, args)
+        readback = confirm.readback(spec, args, self.executor.redactor, resolved)
         self.confirmation = await self.executor.confirmations.create(
             self.scope.writer,
             tenant_id=self.scope.tenant_id,

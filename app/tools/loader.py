@@ -80,7 +80,12 @@ def _confirmation(raw: Any) -> Confirmation | None:
     if raw is True:
         return Confirmation()
     text = {lang: raw[lang] for lang in ("en", "zh")}
-    return Confirmation(text=text, labels=raw.get("labels", {}), absent=raw.get("absent", {}))
+    return Confirmation(
+        text=text,
+        labels=raw.get("labels", {}),
+        absent=raw.get("absent", {}),
+        resolve=raw.get("resolve"),
+    )
 
 
 def _spec(raw: dict[str, Any], defaults: dict[str, Any]) -> ToolSpec:
@@ -189,6 +194,8 @@ def load_tools_file(path: Path, *, resolve: Callable[[str], object] | None = Non
             ]
             if spec.precheck is not None:
                 targets.append((("precheck",), "precheck", spec.precheck))
+            if spec.confirm is not None and spec.confirm.resolve is not None:
+                targets.append((("confirm", "resolve"), "confirm resolver", spec.confirm.resolve))
             if isinstance(spec.handler, PythonHandler):
                 targets.insert(0, (("handler",), "handler", spec.handler.target))
             needs: list[tuple[tuple[Any, ...], str, type]] = []

@@ -186,6 +186,8 @@ META_SCHEMA: dict[str, Any] = {
                             "type": "object",
                             "additionalProperties": {"$ref": "#/$defs/bilingual"},
                         },
+                        # what it comes to now: "module:function", read-only
+                        "resolve": {"type": "string", "pattern": _PYTHON_TARGET},
                     },
                 },
             ]

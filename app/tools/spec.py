@@ -82,12 +82,16 @@ class Confirmation:
 
     `text` holds the read-back per language ("en", "zh") with `{argument}` placeholders that
     are filled with masked values; `labels` turns enum values into words per language, and
-    `absent` says per language what an argument left out means ("the whole order amount").
+    `absent` says per language what an argument left out means ("the whole order amount");
+    `resolve` ("module:function", async `(ctx, **arguments) -> dict`) says what such an
+    argument comes to now, read-only, so the customer confirms a figure ("179.00 (the whole
+    order amount)") and not only a phrase.
     """
 
     text: dict[str, str] = field(default_factory=dict)
     labels: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     absent: dict[str, dict[str, str]] = field(default_factory=dict)
+    resolve: str | None = None
 
 
 @dataclass(frozen=True)

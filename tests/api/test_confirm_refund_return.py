@@ -26,7 +26,8 @@ async def test_a_refund_is_read_back_in_chinese_and_runs_on_yes(make_settings: A
         session_id = await new_session(svc, "cust_0001")
         events = await stream_turn(svc.client, session_id, f"订单{ORDER}帮我退款")
         assert final(events) == (
-            f"请确认：为订单 {ORDER} 退款，金额：整单金额。请回复“是”或“不”：现在为您办理吗？"
+            f"请确认：为订单 {ORDER} 退款，金额：89.00（整单金额）。"
+            "请回复“是”或“不”：现在为您办理吗？"
         )
         assert of_type(events, "confirmation.requested")[0]["tool"] == "request_refund"
         assert refunds_on(svc, ORDER) == []

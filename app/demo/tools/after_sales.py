@@ -46,6 +46,28 @@ async def refund_precheck(
         raise refuse(refusal)
 
 
+async def refund_left(
+    ctx: ToolContext[ShopBackend],
+    order_id: str,
+    amount: float | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """request_refund's read-back figure (tools.yaml, `confirm.resolve`): a refund without an
+    amount refunds what is left of the order, and this is how much that is now."""
+    left = await _left_cents(ctx, order_id)
+    return {} if left is None else {"amount": money(left)}
+
+
+async def _left_cents(ctx: ToolContext[ShopBackend], order_id: str) -> int | None:
+    """What is left to refund of the customer's order; None when it is not theirs."""
+    store = ctx.deps.store
+    order = await store.order_for(ctx.tenant_id, ctx.user_id, order_id)
+    if order is None:
+        return None
+    done = await store.refunded_cents(ctx.tenant_id, ctx.user_id, order_id=order_id)
+    return max(order.total_cents - done, 0)
+
+
 async def request_return(
     ctx: ToolContext[ShopBackend], order_id: str, reason: str | None = None
 ) -> dict[str, Any]:
@@ -81,14 +103,5 @@ async def refund_history(ctx: ToolContext[ShopBackend], query: HistoryQuery) -> 
     )
     this_call = None
     if query.arguments.get("amount") is None:
-        order = await store.order_for(ctx.tenant_id, ctx.user_id, order_id)
-        left = 0
-        if order is not None:
-            on_order = (
-                done
-                if per_order
-                else await store.refunded_cents(ctx.tenant_id, ctx.user_id, order_id=order_id)
-            )
-            left = max(order.total_cents - on_order, 0)
-        this_call = money(left)
+        this_call = money(await _left_cents(ctx, order_id) or 0)
     return History(done=money(done), this_call=this_call)

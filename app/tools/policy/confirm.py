@@ -3,19 +3,28 @@
 Changing an account's phone or email, or sending a reset link, acts on what the customer
 said, as the model understood it. So the runtime, not the model, reads the change back in
 the customer's language (values masked, as an agent on the phone would) and ends the turn;
-the call runs in the next turn only on a yes (app/conversation/confirmation.py).
+the call runs in the next turn only on a yes (app/conversation/confirmation.py). An argument
+left out is read back as what it means ("the whole order amount") and, when the tool names a
+resolver, what it comes to now ("179.00 (the whole order amount)"): a figure to say yes to.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Literal
+from functools import lru_cache, partial
+from typing import Any, Literal, cast
 
+from app.tools.context import ToolContext
+from app.tools.loader import resolve_python
+from app.tools.policy.precheck import READ_TIMEOUT_S
 from app.tools.shaping import Redactor
 from app.tools.spec import ToolSpec
+
+log = logging.getLogger(__name__)
 
 Lang = Literal["en", "zh"]
 
@@ -50,14 +59,56 @@ def mask_value(value: Any, redactor: Redactor) -> str:
     return text[:6] + "***" + text[-2:]
 
 
-def readback(spec: ToolSpec, args: dict[str, Any], redactor: Redactor) -> Readback:
+Resolver = Callable[..., Awaitable[Mapping[str, Any]]]
+
+
+@lru_cache(maxsize=64)
+def _resolver(target: str) -> Resolver:
+    return cast(Resolver, resolve_python(target))
+
+
+async def resolved(spec: ToolSpec, ctx: ToolContext[Any], args: dict[str, Any]) -> dict[str, Any]:
+    """What the arguments the call leaves out come to now, by the tool's resolver; {} when it
+    has none, or it fails or is slow (the read-back then says only what they mean)."""
+    if spec.confirm is None or spec.confirm.resolve is None:
+        return {}
+    missing = {name for name in spec.parameters.get("properties", {}) if args.get(name) is None}
+    if not missing:
+        return {}
+    try:
+        async with asyncio.timeout(min(READ_TIMEOUT_S, spec.timeout_s)):
+            found = await _resolver(spec.confirm.resolve)(ctx, **args)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("confirm resolver of %s could not run: %s", spec.name, type(exc).__name__)
+        return {}
+    return {name: value for name, value in found.items() if name in missing and value is not None}
+
+
+def readback(
+    spec: ToolSpec,
+    args: dict[str, Any],
+    redactor: Redactor,
+    resolved: Mapping[str, Any] | None = None,
+) -> Readback:
     assert spec.confirm is not None
     labels, absent = spec.confirm.labels, spec.confirm.absent
+    now = resolved or {}
 
     def shown(name: str, lang: str) -> str:
         value = args.get(name)
         if value is None:
-            return absent.get(name, {}).get(lang, "-")
+            meaning = absent.get(name, {}).get(lang, "-")
+            if name not in now:
+                return meaning
+            figure = _written(name, now[name], lang)
+            if meaning == "-":
+                return figure
+            return f"{figure}（{meaning}）" if lang == "zh" else f"{figure} ({meaning})"
+        return _written(name, value, lang)
+
+    def _written(name: str, value: Any, lang: str) -> str:
         if isinstance(value, float):
             value = f"{value:.2f}"  # an amount as money is written: 89.00, not 89.0
         label = labels.get(name, {}).get(lang, {}).get(str(value))

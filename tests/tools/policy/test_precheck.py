@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from app.errors import ToolHandlerError, ToolsFileError
-from app.storage.session_writer import SessionWriter
-from app.tools.context import ToolContext, TurnScope
-from app.tools.loader import load_tools, resolve_python
+from app.tools.context import ToolContext
 from app.tools.policy import precheck
 from app.tools.spec import ToolSpec
+from tests.tools.policy.yaml_tool import call_context, load_one
 
 STATE: dict[str, Any] = {}
 
@@ -52,9 +51,7 @@ async def account_check(ctx: ToolContext, account: str, amount: float | None = N
 
 
 def load(tmp_path: Path, check: str = "account_check") -> ToolSpec:
-    path = tmp_path / "tools.yaml"
-    path.write_text(YAML.replace("{check}", check))
-    return load_tools(path, resolve=resolve_python)[0]
+    return load_one(tmp_path, YAML.replace("{check}", check))
 
 
 @pytest.fixture
@@ -64,9 +61,7 @@ def spec(tmp_path: Path) -> ToolSpec:
 
 
 def ctx() -> ToolContext:
-    return ToolContext(
-        TurnScope("t", "u", "s", "turn", writer=SessionWriter("s")), "c1", "pay_out", "idem", None
-    )
+    return call_context("pay_out")
 
 
 async def test_a_refusal_is_the_tools_own_answer(spec: ToolSpec) -> None:
