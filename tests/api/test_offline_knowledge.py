@@ -112,6 +112,17 @@ async def test_a_request_asked_about_no_order_is_a_question_about_its_rule(
     assert "search_knowledge" not in tools
 
 
+async def test_a_follow_up_is_looked_up_in_the_document_the_last_answer_came_from(
+    offline: LiveService,
+) -> None:
+    session_id = await new_session(offline, "cust_0001")
+    text, first, _ = await _ask(offline, session_id, "不想要了退货，运费谁出？")
+    assert first == ["退货运费由谁承担"] and "顾客承担" in text
+    text, cited, tools = await _ask(offline, session_id, "那破损的呢？")
+    assert tools == ["search_knowledge"] and cited == ["退货运费由谁承担"]
+    assert "由我们承担" in text and "顾客承担" not in text
+
+
 async def test_a_follow_up_that_names_an_order_is_a_request(offline: LiveService) -> None:
     session_id = await new_session(offline, "cust_0001")
     _, first, _ = await _ask(offline, session_id, "尺码不合适想退，运费谁出？")

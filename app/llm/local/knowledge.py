@@ -86,6 +86,16 @@ def _on(focus: str, passages: list[dict[str, Any]]) -> dict[str, Any]:
     return max(passages, key=covered)  # max keeps the first of equals: the search's order
 
 
+def last_topic(earlier: Sequence[Exchange]) -> str | None:
+    """The title of the document the last earlier search found best."""
+    for exchange in reversed(earlier):
+        data = exchange.outcome.data if exchange.outcome is not None else None
+        passages = data.get("passages") if isinstance(data, dict) else None
+        if passages:
+            return str(passages[0].get("title") or "") or None
+    return None
+
+
 def searched(exchanges: Sequence[Exchange]) -> dict[str, Any] | None:
     """What this turn's `search_knowledge` call answered (its data), or None before it ran.
     A failed search counts as found nothing: never a guess."""
@@ -104,10 +114,15 @@ def follows_up(text: str) -> bool:
     return len(stripped) <= _FOLLOW_UP_MAX and _FOLLOW_UP.match(stripped) is not None
 
 
-def policy_query(turns: Sequence[UserTurn], continued: bool) -> str:
-    """What to search for: the last message, and for a follow-up the question it follows."""
+def policy_query(turns: Sequence[UserTurn], continued: bool, topic: str | None = None) -> str:
+    """What to search for: the last message; for a follow-up, the document the last answer
+    came from (`topic`, its title) and the follow-up's own words, so the passage on the new
+    case of the same rule comes first ("退货运费由谁承担" + "那破损的呢？"); without a topic, the
+    question it follows and the follow-up."""
     if not continued:
         return turns[-1].text
+    if topic:
+        return f"{topic} {turns[-1].text}"
     asked: list[str] = []
     for turn in reversed(turns):
         asked.insert(0, turn.text)

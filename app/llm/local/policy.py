@@ -40,6 +40,7 @@ from app.llm.local.knowledge import (
     asks,
     follows_up,
     knowledge_answer,
+    last_topic,
     policy_query,
     says_yes,
     searched,
@@ -162,7 +163,8 @@ class DialoguePolicy:
             if said is not None:
                 return Reply(said, "memory")
         if u.intent == POLICY_QUESTION:  # before any plan: a question never writes
-            question = policy_query(transcript.user_turns, u.continued)
+            topic = last_topic(earlier_results(messages, SEARCH_TOOL)) if u.continued else None
+            question = policy_query(transcript.user_turns, u.continued, topic)
             found = searched(transcript.exchanges)
             if found is None and SEARCH_TOOL in offered:
                 return CallTool(SEARCH_TOOL, {"query": question, "language": lang}, POLICY_QUESTION)
