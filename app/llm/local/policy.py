@@ -250,9 +250,15 @@ class DialoguePolicy:
                 # "是的" to the read-back of the active request's call: the runtime runs it, and
                 # this turn is still that request (its recall, its tools, its reply).
                 u.intent, u.continued = active, True
-            elif u.intent == POLICY_QUESTION and follows_up(turn.text) and "order_id" not in slots:
+            elif (
+                u.intent == POLICY_QUESTION
+                and "order_id" not in slots
+                and (follows_up(turn.text) or self._unsure_question(parse))
+            ):
                 # "and for damaged items?" / "那质量问题呢": the same question, on a new case;
-                # "那就帮我把订单…退了吧" names an order: a request, read as one
+                # so is what the classifier leans to read as a question without being sure,
+                # right after an answer ("I paid by credit card"); "那就把订单…退货吧" names
+                # an order: a request, read as one
                 u.intent, u.continued = POLICY_QUESTION, True
             elif accepts_offer(turn):  # "好的" to "shall I get a colleague?": a handoff
                 u.memory.new_thread()
@@ -300,6 +306,9 @@ class DialoguePolicy:
             active = u.intent if u.intent in TOOL_INTENTS else None
         u.language = latest_language(reversed(residuals))
         return u
+
+    def _unsure_question(self, parse: ParseResult) -> bool:
+        return parse.intent == POLICY_QUESTION and parse.confidence < self.min_confidence
 
     def _continues(
         self, active: str, asked: str, parse: ParseResult, slots: dict[str, str], residual: str

@@ -189,6 +189,30 @@ def test_a_question_the_classifier_cannot_place_is_put_to_the_documents(
     assert decision == Handoff(t.HANDOFF["low_confidence"][lang], "low_confidence")
 
 
+def test_an_unsure_question_right_after_an_answer_asks_it_again_for_its_case() -> None:
+    question, answer = "How long does a refund take?", "Refunds start when… (Source: Refunds)"
+    parser = ScriptedParser().on(question, "policy_question")
+    parser.on("I paid by credit card", "policy_question", 0.43)
+    parser.on("ok", "out_of_scope", 0.24)
+    passage = {"title": "Refunds", "section": "Times", "language": "en", "text": "…"}
+    before = [
+        user(question),
+        tool_call("search_knowledge", {"query": question, "language": "en"}),
+        tool_result("call_1", success({"passages": [passage]})),
+        assistant(answer),
+    ]
+    tools = ALL_TOOLS | {"search_knowledge"}
+    decision = decide(parser, *before, user("I paid by credit card"), tools=tools)
+    assert decision == CallTool(
+        "search_knowledge",
+        {"query": "Refunds I paid by credit card", "language": "en"},  # the answer's document
+        "policy_question",
+    )
+    # what it leans to read as something else is no follow-up
+    decision = decide(parser, *before, user("ok"), tools=tools)
+    assert decision == Handoff(t.HANDOFF["low_confidence"]["en"], "low_confidence")
+
+
 @pytest.mark.parametrize(
     ("text", "top", "amount", "refund"),
     [
