@@ -87,13 +87,15 @@ def _on(focus: str, passages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def last_topic(earlier: Sequence[Exchange]) -> str | None:
-    """The title of the document the last earlier search found best."""
-    for exchange in reversed(earlier):
-        data = exchange.outcome.data if exchange.outcome is not None else None
-        passages = data.get("passages") if isinstance(data, dict) else None
-        if passages:
-            return str(passages[0].get("title") or "") or None
-    return None
+    """The title of the document the last earlier search found best; None when it found
+    nothing (an older search's document is not what the customer follows up on)."""
+    if not earlier or earlier[-1].outcome is None:
+        return None
+    data = earlier[-1].outcome.data
+    passages = data.get("passages") if isinstance(data, dict) else None
+    if not passages:
+        return None
+    return str(passages[0].get("title") or "") or None
 
 
 def searched(exchanges: Sequence[Exchange]) -> dict[str, Any] | None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.llm.local.knowledge import asks, knowledge_answer
+from app.llm.local.conversation import earlier_results
+from app.llm.local.knowledge import asks, knowledge_answer, last_topic
 from app.llm.local.templates import POLICY_UNKNOWN
+from tests.llm.local.chat import success, tool_call, tool_result, user
 
 
 def _passage(section: str, text: str) -> dict[str, Any]:
@@ -50,3 +52,19 @@ def test_a_message_put_as_a_question() -> None:
     assert asks("周末有人接电话吗？")
     assert not asks("Nobody picks up the phone at the weekend.")
     assert not asks("我要投诉你们的客服")
+
+
+def test_the_topic_of_a_follow_up_is_the_last_search_s_best_document() -> None:
+    def search(call_id: str, found: dict[str, Any]) -> list[dict[str, Any]]:
+        asked = tool_call("search_knowledge", {"query": "q"}, call_id)
+        return [asked, tool_result(call_id, success(found))]
+
+    first = [user("Who pays for return shipping?"), *search("call_1", FOUND)]
+    assert last_topic(earlier_results([*first, user("and?")], "search_knowledge")) == (
+        "Who pays return shipping"
+    )
+    # the last search found nothing: no topic, not the one before it
+    nothing = [user("Do you sell laptops?"), *search("call_2", {"passages": []})]
+    messages = [*first, *nothing, user("and?")]
+    assert last_topic(earlier_results(messages, "search_knowledge")) is None
+    assert last_topic([]) is None
