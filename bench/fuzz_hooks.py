@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from app.api.params import DOCUMENT_CURSOR, MESSAGE_CURSOR, SESSION_CURSOR
 from app.storage.messages import encode_message_cursor
-from app.storage.sessions import encode_cursor
+from app.storage.paging import encode_cursor
 
 _ID = st.text(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", min_size=1, max_size=40

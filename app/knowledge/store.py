@@ -18,9 +18,9 @@ from typing import Any
 
 from app.knowledge.analysis import text_units
 from app.knowledge.records import Document
+from app.storage.paging import newest_first
 from app.storage.port import Database
 from app.storage.records import new_id
-from app.storage.sessions import decode_cursor, encode_cursor
 from app.storage.tx import Tx
 
 _DOCUMENT = (
@@ -301,19 +301,10 @@ class KnowledgeQueries:
         self, tenant_id: str, cursor: str | None, limit: int
     ) -> tuple[list[Document], str | None]:
         """Newest first; the cursor is the last item's (created_at, id)."""
-        where, params = ["tenant_id = ?"], [tenant_id]
-        if cursor:
-            created_at, last_id = decode_cursor(cursor)
-            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            params.extend([created_at, created_at, last_id])  # type: ignore[list-item]
-        rows = await self.db.fetchall(
-            f"SELECT {_DOCUMENT} FROM knowledge_documents WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (*params, limit + 1),
+        select = f"SELECT {_DOCUMENT} FROM knowledge_documents"
+        return await newest_first(
+            self.db, select, ["tenant_id = ?"], [tenant_id], cursor, limit, Document.from_row
         )
-        items = [Document.from_row(row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return items, (encode_cursor(items[-1].created_at, items[-1].id) if more else None)
 
     async def count(self, tenant_id: str) -> int:
         row = await self.db.fetchone(

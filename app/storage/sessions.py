@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from app import events
-from app.errors import InvalidCursor
+from app.storage.paging import newest_first
 from app.storage.records import SESSION_ID_BYTES, Session, dumps, new_id
 from app.storage.session_writer import NO_SESSION, SessionWriter
 from app.storage.tx import Store, Tx
@@ -18,10 +15,6 @@ _COLUMNS = (
     "id, tenant_id, user_id, status, metadata, created_at, updated_at, last_activity_at,"
     " archived_at, last_event_seq, turn_count"
 )
-
-
-_MAX_ID = 128
-_MAX_TIME = 2**63 - 1
 
 
 # Every table whose rows belong to one session (deleted with it by ON DELETE CASCADE).
@@ -45,27 +38,6 @@ SESSION_TABLES = (
 class Page:
     items: list[Session]
     next_cursor: str | None
-
-
-def encode_cursor(created_at: float, session_id: str) -> str:
-    raw = json.dumps([created_at, session_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(session_id, str) or not 0 < len(session_id) <= _MAX_ID:
-            raise TypeError
-        # json.loads takes NaN, Infinity and 1e400 (= inf): none is a time we wrote.
-        if isinstance(created_at, bool) or not isinstance(created_at, int | float):
-            raise TypeError
-        if not (math.isfinite(created_at) and 0 <= created_at <= _MAX_TIME):
-            raise ValueError
-        return float(created_at), session_id
-    except (ValueError, TypeError) as exc:
-        raise InvalidCursor from exc
 
 
 def find_session(tx: Tx, tenant_id: str, session_id: str) -> Session | None:
@@ -122,18 +94,10 @@ class SessionStore(Store):
         if status is not None:
             where.append("status = ?")
             params.append(status)
-        if cursor:
-            created_at, last_id = decode_cursor(cursor)
-            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            params.extend([created_at, created_at, last_id])  # type: ignore[list-item]
-        rows = await self.db.fetchall(
-            f"SELECT {_COLUMNS} FROM sessions WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (*params, limit + 1),
+        select = f"SELECT {_COLUMNS} FROM sessions"
+        items, next_cursor = await newest_first(
+            self.db, select, where, params, cursor, limit, Session.from_row
         )
-        items = [Session.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        next_cursor = encode_cursor(items[-1].created_at, items[-1].id) if more else None
         return Page(items, next_cursor)
 
     async def delete(self, writer: SessionWriter, tenant_id: str, session_id: str) -> bool:

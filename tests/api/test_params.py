@@ -14,7 +14,7 @@ import httpx
 from app.api.params import MESSAGE_CURSOR, SESSION_CURSOR
 from app.llm.testing import FakeLLMServer, Reply
 from app.storage.messages import encode_message_cursor
-from app.storage.sessions import encode_cursor
+from app.storage.paging import encode_cursor
 from app.testing import LiveService, SseEvent, read_events, stream_turn
 from tests.api.test_sessions import assert_error
 from tests.conftest import new_session, replay_of
