@@ -85,6 +85,12 @@ async def test_the_same_source_url_under_another_source_is_the_next_version(kb: 
     # another URL is another document
     other = await _add(kb, source="other.md", source_url=url + "-2", content=WARRANTY)
     assert other.action == "added" and await kb.count("acme") == 2
+    # another tenant's document with the same URL is its own: acme's is untouched
+    theirs = await _add(kb, "globex", source=url, source_url=url, content=WARRANTY)
+    assert (theirs.action, theirs.document.version) == ("added", 1)
+    assert theirs.document.id != first.document.id
+    mine = await kb.get("acme", first.document.id)
+    assert (mine.version, mine.content_hash) == (2, sent.document.content_hash)
 
 
 async def test_another_tenant_sees_nothing(kb: KnowledgeBase):
