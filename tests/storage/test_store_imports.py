@@ -19,12 +19,13 @@ import re
 from tests.test_layers import APP, Module, _synthetic, app_modules
 
 # Anything of these: the transaction, the port and its engines, records, fences, the writer and
-# the handle every write names (its session's lane, its lease).
+# the handle every write names (its session's lane, its lease), the keyset page's query shape.
 INFRASTRUCTURE = (
     "app.storage.engine",
     "app.storage.fence",
     "app.storage.migrations",
     "app.storage.outage",
+    "app.storage.paging",
     "app.storage.periodic",
     "app.storage.port",
     "app.storage.postgres",
