@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 
 from app.text.script import HAN
 
@@ -122,3 +123,29 @@ def _han_question_units(run: str) -> list[str]:
 def latin_words(text: str) -> list[str]:
     """The stemmed Latin words of a text, in order (the glossary matches phrases on them)."""
     return [stem(w) for w in _LATIN.findall(normalize(text))]
+
+
+class Units:
+    """A chunk's units as its `terms` column holds them, and its heading's (title, tags and
+    section path): what the scorer asks "has it this unit?" of. A search scores up to 200
+    candidates of hundreds of units each; building a set of each one's units for every search
+    was a fifth of a search's time (bench/knowledge.py), so a unit is looked for in the column's
+    text instead, and a set built only when the scorer wants every unit (a misspelt word's
+    near matches)."""
+
+    __slots__ = ("heading", "padded")
+
+    def __init__(self, terms: str, heading: frozenset[str] = frozenset()) -> None:
+        self.padded = f" {terms} "
+        self.heading = heading
+
+    @classmethod
+    def of(cls, units: Iterable[str], heading: frozenset[str] = frozenset()) -> Units:
+        return cls(" ".join(units), heading)
+
+    def __contains__(self, unit: object) -> bool:
+        return unit in self.heading or f" {unit} " in self.padded
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.padded.split()
+        yield from self.heading

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from app.knowledge.analysis import (
     HAN_STOP_CHARS,
+    Units,
     bigrams,
     latin_words,
     normalize,
@@ -77,7 +78,7 @@ class Term:
     def units(self) -> set[str]:
         return {unit for form in self.forms for unit in form}
 
-    def matches(self, units: set[str] | frozenset[str]) -> bool:
+    def matches(self, units: Container[str]) -> bool:
         return any(all(u in units for u in form) for form in self.forms)
 
 
@@ -212,36 +213,44 @@ def own_heading(title: str, section: str) -> frozenset[str]:
     return frozenset(text_units(" ".join(parts)))
 
 
+def _has(term: Term, containers: Sequence[Container[str]]) -> list[bool]:
+    """Whether each of `containers` has `term`; a term of one unit (most are) without the
+    generic match's generator per container."""
+    if len(term.forms) == 1 and len(term.forms[0]) == 1:
+        unit = term.forms[0][0]
+        return [unit in c for c in containers]
+    return [term.matches(c) for c in containers]
+
+
 def score(
     terms: Sequence[Term],
-    candidates: Sequence[frozenset[str]],
+    candidates: Sequence[Units],
     headings: Sequence[frozenset[str]],
     total: int,
     own: Sequence[frozenset[str]] | None = None,
     frequencies: Mapping[str, int] | None = None,
 ) -> list[float]:
-    """Each candidate's score (see the module docstring); `headings` are the units of each
-    candidate's title and section, `own` of its own section heading (see `own_heading`),
-    `total` the tenant's chunk count. With the tenant's unit `frequencies` (the index's,
-    app/knowledge/store.py), a term weighs by how many of all its chunks have it, so a
-    passage's score does not depend on which others were candidates; without them, or for a
-    misspelt word's near matches, by how many candidates have it."""
+    """Each candidate's score (see the module docstring); `candidates` are the units of each
+    passage with its heading's (a passage says what its document's title and tags say),
+    `headings` the units of each candidate's title and section, `own` of its own section heading
+    (see `own_heading`), `total` the tenant's chunk count. With the tenant's unit `frequencies`
+    (the index's, app/knowledge/store.py), a term weighs by how many of all its chunks have it,
+    so a passage's score does not depend on which others were candidates; without them, or for
+    a misspelt word's near matches, by how many candidates have it."""
     if not terms or not candidates:
         return [0.0] * len(candidates)
     total = max(total, len(candidates))
-    # A passage says what its document's tags say (the title is in its units already).
-    candidates = [units | heading for units, heading in zip(candidates, headings, strict=True)]
     vocabulary: set[str] | None = None
     columns: list[tuple[float, list[float], Term]] = []
     unknown: list[float] = []  # the shares of terms no candidate has
     strays: list[Term] = []  # Chinese character pairs no candidate has
     for term in terms:
-        hits = [1.0 if term.matches(units) else 0.0 for units in candidates]
+        hits = [1.0 if has else 0.0 for has in _has(term, candidates)]
         if not any(hits) and term.word is not None:
             if vocabulary is None:
                 vocabulary = set().union(*candidates)
             close = near(term.word, vocabulary)
-            hits = [FUZZY if close & units else 0.0 for units in candidates]
+            hits = [FUZZY if any(u in units for u in close) else 0.0 for units in candidates]
         df = sum(1 for h in hits if h)
         indexed = term_df(term, frequencies) if frequencies is not None else 0
         if indexed and (df or not term.word):
@@ -267,12 +276,21 @@ def score(
     whole = sum(weight for weight, _, _ in columns) + typical * sum(unknown)
     if not whole:
         return [0.0] * len(candidates)
+    covered = [0.0] * len(candidates)
+    titled = [0.0] * len(candidates)
+    headed = [0.0] * len(candidates)
+    for weight, hits, term in columns:
+        in_title = _has(term, headings)
+        in_own = _has(term, own) if own is not None else in_title
+        for i, hit in enumerate(hits):
+            if hit:
+                covered[i] += weight * hit
+                titled[i] += weight * in_title[i]
+                headed[i] += weight * in_own[i]
     out = []
-    for i, heading in enumerate(headings):
-        covered = sum(weight * hits[i] for weight, hits, _ in columns) / whole
-        titled = sum(w for w, hits, t in columns if hits[i] and t.matches(heading)) / whole
+    for i in range(len(candidates)):
+        heading = titled[i] / whole
         if own is not None:
-            headed = sum(w for w, hits, t in columns if hits[i] and t.matches(own[i])) / whole
-            titled = (1 - OWN_HEADING) * titled + OWN_HEADING * headed
-        out.append((covered * (1 - HEADING + HEADING * titled)) ** CALIBRATION)
+            heading = (1 - OWN_HEADING) * heading + OWN_HEADING * headed[i] / whole
+        out.append((covered[i] / whole * (1 - HEADING + HEADING * heading)) ** CALIBRATION)
     return out

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from app.knowledge.analysis import text_units
+from app.knowledge.analysis import Units, text_units
 from app.knowledge.scoring import question_terms, score, term_df
 
-REFUND = frozenset(text_units("Refunds to a credit card take 7-15 working days."))
-CARD = frozenset(text_units("We accept credit cards and Alipay."))
+REFUND = Units.of(text_units("Refunds to a credit card take 7-15 working days."))
+CARD = Units.of(text_units("We accept credit cards and Alipay."))
 HEADING: frozenset[str] = frozenset()
 # 100 chunks: "refund" in 10 of them, "credit" and "card" in 40.
 FREQUENCIES = {"": 100, "refund": 10, "credit": 40, "card": 40, "alipay": 5}
 
 
-def _score(candidates: list[frozenset[str]], question: str) -> list[float]:
+def _score(candidates: list[Units], question: str) -> list[float]:
     terms = question_terms(question)
     headings = [HEADING] * len(candidates)
     return score(terms, candidates, headings, 100, headings, FREQUENCIES)
