@@ -36,7 +36,7 @@ def weighed(terms: Sequence[Term], frequencies: Mapping[str, int]) -> list[Wante
     for term in terms:
         df = term_df(term, frequencies)
         if df and total:
-            out.append(Wanted(term.forms, idf(df, total) * term.share))
+            out.append(Wanted(term.forms, idf(df, total) * term.share, df))
     return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from app.knowledge.analysis import text_units
+from app.knowledge.analysis import Units, text_units
 from app.knowledge.records import Document
 from app.storage.paging import newest_first
 from app.storage.port import Database
@@ -69,6 +69,7 @@ class NewChunk:
 
 
 _BATCH = 500  # units per statement, under SQLite's bound-parameter limit
+PRE_RANKED = 2  # chunks joined to their documents per chunk wanted, when there are many
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Wanted:
 
     forms: tuple[tuple[str, ...], ...]
     weight: float
+    chunks: int = 0  # of the tenant's chunks, how many have it (at least; see term_df)
 
     def fts5(self) -> str:
         return " OR ".join(
@@ -103,7 +105,7 @@ class Candidate:
     ordinal: int  # its place in the document
     section: str
     text: str
-    units: frozenset[str]
+    units: Units  # its own and its heading's
     heading: frozenset[str]  # the units of its document's title and tags and its section path
     title: str
     language: str
@@ -114,14 +116,15 @@ class Candidate:
 
     @classmethod
     def from_row(cls, row: Any) -> Candidate:
+        heading = _heading(row["title"], row["tags"], row["section"])
         return cls(
             chunk_id=row["chunk_id"],
             document_id=row["document_id"],
             ordinal=int(row["ordinal"]),
             section=row["section"],
             text=row["text"],
-            units=frozenset(row["terms"].split()),
-            heading=_heading(row["title"], row["tags"], row["section"]),
+            units=Units(row["terms"], heading),
+            heading=heading,
             title=row["title"],
             language=row["language"],
             trusted=bool(row["trusted"]),
@@ -312,15 +315,6 @@ class KnowledgeQueries:
         )
         return 0 if row is None else int(row[0])
 
-    async def live_chunks(self, tenant_id: str, now: float) -> int:
-        """Chunks of the tenant's documents valid at `now`: the scorer's collection size."""
-        row = await self.db.fetchone(
-            "SELECT coalesce(sum(d.chunk_count), 0) FROM knowledge_documents d"
-            f" WHERE d.tenant_id = ? AND {_VALID}",
-            (tenant_id, now, now),
-        )
-        return 0 if row is None else int(row[0])
-
     async def frequencies(self, tenant_id: str, units: Sequence[str]) -> dict[str, int]:
         """How many of the tenant's chunks have each of `units` (absent: none); under the empty
         unit, how many chunks it has (migration 0022)."""
@@ -352,13 +346,24 @@ class KnowledgeQueries:
             params += [want.weight, want.tsquery() if postgres else want.fts5()]
             if postgres:
                 params.append(tenant_id)
-        rows = await self.db.fetchall(
-            f"WITH hits AS ({hits}), ranked AS (SELECT pk, sum(w) AS s FROM hits GROUP BY pk)"
-            f" SELECT {_PASSAGE} FROM ranked r JOIN knowledge_chunks c ON c.pk = r.pk"
-            " JOIN knowledge_documents d ON d.id = c.document_id"
-            f" WHERE c.tenant_id = ? AND {_VALID} ORDER BY r.s DESC, c.pk LIMIT ?",
-            (*params, tenant_id, now, now, limit),
-        )
+        # When many chunks have the wanted terms, they are ranked by the index first and only
+        # the best few times `limit` are joined to their documents for the tenant and validity
+        # checks: joining every one of them was most of the query at 100,000 chunks. If the
+        # checks leave fewer than `limit` (another tenant's chunks, or expired ones, ranked
+        # high), they are run over every chunk that has a wanted term instead.
+        pre_ranked = limit * PRE_RANKED
+        found = sum(want.chunks for want in wanted)
+        for ranked in (pre_ranked, None) if found > pre_ranked else (None,):
+            top = "" if ranked is None else " ORDER BY s DESC, pk LIMIT ?"
+            rows = await self.db.fetchall(
+                f"WITH hits AS ({hits}), ranked AS (SELECT pk, sum(w) AS s FROM hits GROUP BY pk"
+                f"{top}) SELECT {_PASSAGE} FROM ranked r JOIN knowledge_chunks c ON c.pk = r.pk"
+                " JOIN knowledge_documents d ON d.id = c.document_id"
+                f" WHERE c.tenant_id = ? AND {_VALID} ORDER BY r.s DESC, c.pk LIMIT ?",
+                (*params, *([] if ranked is None else [ranked]), tenant_id, now, now, limit),
+            )
+            if len(rows) >= limit:
+                break
         return [Candidate.from_row(row) for row in rows]
 
     async def vectors(

@@ -10,6 +10,7 @@ from app.errors import DocumentNotFound, DocumentTooLarge, InvalidDocument
 from app.knowledge.passages import KnowledgeSearch
 from app.knowledge.service import KnowledgeBase
 from app.knowledge.snippets import opening
+from app.knowledge.store import Wanted
 from app.memory.testing import FakeEmbedder, FixedClock
 from app.settings import KnowledgeSettings
 from app.storage.port import Database
@@ -277,3 +278,28 @@ async def test_the_base_is_the_turns_knowledge_search_and_passages_cite_their_ch
         "section": "Refunds › How long refunds take",
         "snippet": opening(passage.text),
     }
+
+
+async def test_chunks_ranked_above_but_not_the_tenants_or_not_valid_never_crowd_its_own_out(
+    kb: KnowledgeBase, clock: FixedClock
+):
+    # When many chunks have the wanted terms, the index ranks them before the tenant and
+    # validity checks and only the best few times the limit are checked: another tenant's
+    # chunks and an expired policy's, ranked above the tenant's own, fill that few here.
+    now = clock()
+    both = b"# Card refunds\n\n## Card\n\nA card refund takes 7 days.\n"
+    for n in range(3):
+        await _add(
+            kb, tenant="globex", source=f"card-{n}.md", content=both + bytes(str(n), "ascii")
+        )
+        old = both + b"old" + bytes(str(n), "ascii")
+        await _add(kb, source=f"old-{n}.md", content=old, valid_until=now - 1)
+    await _add(kb, source="plain.md", content=b"# Refunds\n\n## Refunds\n\nA refund is made.\n")
+    refund = Wanted((("refund",),), 1.0, chunks=100)  # "many": the checks come after ranking
+    card = Wanted((("card",),), 1.0, chunks=100)
+
+    found = await kb.queries.candidates("acme", [refund, card], now, limit=2)
+
+    assert [c.title for c in found] == ["Refunds"]
+    alone = await kb.queries.candidates("acme", [refund, card], now, limit=1)
+    assert [c.chunk_id for c in alone] == [c.chunk_id for c in found]
