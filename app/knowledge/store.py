@@ -30,8 +30,8 @@ _DOCUMENT = (
 _VALID = (
     "(d.valid_from IS NULL OR d.valid_from <= ?) AND (d.valid_until IS NULL OR d.valid_until > ?)"
 )
-# The expression PostgreSQL's GIN index of migration 0020 is built on.
-_LEXEMES = "array_to_tsvector(string_to_array(c.terms, ' '))"
+# The expression PostgreSQL's GIN index is built on (migrations 0020 and 0023).
+_LEXEMES = "knowledge_lexemes(c.terms)"
 _PASSAGE = (
     "c.id AS chunk_id, c.document_id, c.ordinal, c.section, c.text, c.terms, d.title, d.tags,"
     " d.language,"

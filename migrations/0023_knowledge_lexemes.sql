@@ -1,0 +1,3 @@
+-- PostgreSQL only (migrations/postgres/0023_knowledge_lexemes.sql prices the expression its
+-- full-text index is built on). SQLite's FTS5 index of 0020 needs nothing; this file keeps the
+-- two folders' migrations one for one.
