@@ -38,10 +38,10 @@ from app.text.language import detect_language
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-# Chunks the index hands the scorer at most. 100, not 200: scoring each costs the same, and
-# with 200 the scorer's heading weight let near-copies of a policy's titles outrank its text:
-# recall@3 (en/zh) of the labelled questions in 10,000 chunks 0.616/0.447 with 100, 0.607/0.390
-# with 200; the demo documents' figures the same (bench/knowledge.py, hermes kb eval).
+# Chunks the index hands the scorer at most. 100, not 200: each costs a search the same to
+# fetch and score, and more did not find more: recall@3 (en/zh) of the labelled questions among
+# 10,000 generated chunks was 0.616/0.447 with 100 and 0.607/0.390 with 200; the demo documents'
+# figures are the same either way (bench/knowledge.py, hermes kb eval).
 CANDIDATES = 100
 VECTORS = 5000  # chunks compared by cosine at most
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)

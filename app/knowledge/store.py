@@ -79,7 +79,7 @@ class Wanted:
 
     forms: tuple[tuple[str, ...], ...]
     weight: float
-    chunks: int = 0  # of the tenant's chunks, how many have it (at least; see term_df)
+    chunks: int = 0  # of the tenant's chunks, how many have it (a lower bound: see term_df)
 
     def fts5(self) -> str:
         return " OR ".join(
