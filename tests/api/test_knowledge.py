@@ -389,6 +389,9 @@ async def test_search_parameters_are_checked(
         ({"source_url": "ftp://x"}, "body.source_url"),
         ({"source_url": "http://["}, "body.source_url"),
         ({"source_url": "https://user@host/x"}, "body.source_url"),
+        ({"source_url": "https://host/x\u0085y"}, "body.source_url"),  # a next-line character
+        ({"source_url": "https://host/x\u3000y"}, "body.source_url"),  # an ideographic space
+        ({"trusted": 0}, "body.trusted"),  # JSON's false is false, not 0
         ({"language": "fr"}, "body.language"),
         ({"owner": "me"}, "body.owner"),
         ({"tags": ["x" * 65]}, "body.tags.0"),
@@ -405,6 +408,8 @@ async def test_document_bodies_are_checked(
 async def test_a_source_url_may_have_a_port_a_query_and_a_fragment(svc: LiveService) -> None:
     url = "http://10.0.0.7:8443/help/returns?lang=en&v=2#fees"
     assert (await add(svc, source_url=url))["source"] == url
+    unencoded = "https://help.example.com/zh/退货政策"
+    assert (await add(svc, source_url=unencoded))["source"] == unencoded
 
 
 async def test_other_bad_requests(svc: LiveService) -> None:

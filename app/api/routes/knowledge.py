@@ -68,8 +68,11 @@ Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE), AfterValidator
 # The upload's tags, comma separated: at most MAX_TAGS, each at most MAX_TAG characters.
 FORM_TAGS = rf"^[^,]{{0,{MAX_TAG}}}(,[^,]{{0,{MAX_TAG}}}){{0,{MAX_TAGS - 1}}}$"
 # An http(s) URL whose host is a name or an IPv4 address, with an optional port, path, query and
-# fragment: "http://[" (an unclosed IPv6 literal) is not a URL any client could open.
-SOURCE_URL_PATTERN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#]\S*)?$"
+# fragment: "http://[" (an unclosed IPv6 literal) is not a URL any client could open. The path
+# has no space, control or other blank character, spelt out: what `\S` leaves out differs
+# between the schema's regular expressions (ECMA: U+0085 is not a space) and the validator's.
+_URL_BLANK = r"\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+SOURCE_URL_PATTERN = rf"^https?://[A-Za-z0-9.-]+(:[0-9]{{1,5}})?([/?#][^{_URL_BLANK}]*)?$"
 SourceUrl = Annotated[str, Field(min_length=1, max_length=2000, pattern=SOURCE_URL_PATTERN)]
 
 _FORBIDDEN: dict[int | str, dict[str, Any]] = {
@@ -176,6 +179,8 @@ class _Meta(Strict):
 
 
 class NewDocument(_Meta):
+    # JSON says true or false; only a form's text is read as one ("true", "false").
+    trusted: bool = Field(False, strict=True, description="Admin role only: not untrusted content")
     title: Title
     content: str = Field(min_length=1, description="At most the knowledge limit as UTF-8")
     format: Literal["markdown", "html", "text"] = Field(description="PDF by upload only")
