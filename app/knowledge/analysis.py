@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from app.text.script import HAN
 
@@ -127,7 +127,7 @@ def latin_words(text: str) -> list[str]:
 
 class Units:
     """A chunk's units as its `terms` column holds them, and its heading's (title, tags and
-    section path): what the scorer asks "has it this unit?" of. A search scores up to 200
+    section path): what the scorer asks "has it this unit?" of. A search scores up to 100
     candidates of hundreds of units each; building a set of each one's units for every search
     was a fifth of a search's time (bench/knowledge.py), so a unit is looked for in the column's
     text instead, and a set built only when the scorer wants every unit (a misspelt word's
@@ -138,10 +138,6 @@ class Units:
     def __init__(self, terms: str, heading: frozenset[str] = frozenset()) -> None:
         self.padded = f" {terms} "
         self.heading = heading
-
-    @classmethod
-    def of(cls, units: Iterable[str], heading: frozenset[str] = frozenset()) -> Units:
-        return cls(" ".join(units), heading)
 
     def __contains__(self, unit: object) -> bool:
         return unit in self.heading or f" {unit} " in self.padded

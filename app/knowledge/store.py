@@ -69,7 +69,7 @@ class NewChunk:
 
 
 _BATCH = 500  # units per statement, under SQLite's bound-parameter limit
-PRE_RANKED = 2  # chunks joined to their documents per chunk wanted, when there are many
+PRE_RANKED = 2  # chunks checked per candidate asked for, when the index ranks first
 
 
 @dataclass(frozen=True)
@@ -346,24 +346,26 @@ class KnowledgeQueries:
             params += [want.weight, want.tsquery() if postgres else want.fts5()]
             if postgres:
                 params.append(tenant_id)
+
         # When many chunks have the wanted terms, they are ranked by the index first and only
         # the best few times `limit` are joined to their documents for the tenant and validity
         # checks: joining every one of them was most of the query at 100,000 chunks. If the
         # checks leave fewer than `limit` (another tenant's chunks, or expired ones, ranked
         # high), they are run over every chunk that has a wanted term instead.
-        pre_ranked = limit * PRE_RANKED
-        found = sum(want.chunks for want in wanted)
-        for ranked in (pre_ranked, None) if found > pre_ranked else (None,):
-            top = "" if ranked is None else " ORDER BY s DESC, pk LIMIT ?"
-            rows = await self.db.fetchall(
+        async def best(top: str, *top_params: int) -> list[Any]:
+            return await self.db.fetchall(
                 f"WITH hits AS ({hits}), ranked AS (SELECT pk, sum(w) AS s FROM hits GROUP BY pk"
                 f"{top}) SELECT {_PASSAGE} FROM ranked r JOIN knowledge_chunks c ON c.pk = r.pk"
                 " JOIN knowledge_documents d ON d.id = c.document_id"
                 f" WHERE c.tenant_id = ? AND {_VALID} ORDER BY r.s DESC, c.pk LIMIT ?",
-                (*params, *([] if ranked is None else [ranked]), tenant_id, now, now, limit),
+                (*params, *top_params, tenant_id, now, now, limit),
             )
-            if len(rows) >= limit:
-                break
+
+        rows: list[Any] = []
+        if sum(want.chunks for want in wanted) > limit * PRE_RANKED:
+            rows = await best(" ORDER BY s DESC, pk LIMIT ?", limit * PRE_RANKED)
+        if len(rows) < limit:
+            rows = await best("")
         return [Candidate.from_row(row) for row in rows]
 
     async def vectors(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from app.knowledge.analysis import Units, text_units
 from app.knowledge.scoring import question_terms, score, term_df
 
-REFUND = Units.of(text_units("Refunds to a credit card take 7-15 working days."))
-CARD = Units.of(text_units("We accept credit cards and Alipay."))
+REFUND = Units(" ".join(text_units("Refunds to a credit card take 7-15 working days.")))
+CARD = Units(" ".join(text_units("We accept credit cards and Alipay.")))
 HEADING: frozenset[str] = frozenset()
 # 100 chunks: "refund" in 10 of them, "credit" and "card" in 40.
 FREQUENCIES = {"": 100, "refund": 10, "credit": 40, "card": 40, "alipay": 5}
