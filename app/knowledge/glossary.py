@@ -11,7 +11,18 @@ from __future__ import annotations
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     # after-sales
-    ("return", "send back", "send it back", "take back", "退货", "退回", "寄回"),
+    (
+        "return",
+        "send back",
+        "send it back",
+        "take back",
+        "ship back",
+        "post back",
+        "mail back",
+        "退货",
+        "退回",
+        "寄回",
+    ),
     ("refund", "money back", "reimburse", "退款", "退钱", "返款"),
     ("exchange", "swap", "replacement", "换货", "更换"),
     ("damaged", "broken", "defective", "faulty", "cracked", "破损", "损坏", "坏了", "质量问题"),
@@ -42,7 +53,22 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("hong kong", "香港"),
     ("macau", "macao", "澳门"),
     ("taiwan", "台湾"),
-    ("abroad", "overseas", "international", "海外", "国外", "境外"),
+    (
+        "abroad",
+        "overseas",
+        "international",
+        "foreign",
+        "outside china",
+        "海外",
+        "国外",
+        "境外",
+    ),
+    # countries a customer may name, each "abroad" to a shop that serves one country
+    (
+        *("united states", "usa", "america", "canada", "uk", "britain", "australia"),
+        *("japan", "korea", "singapore", "germany", "france"),
+        *("美国", "加拿大", "英国", "澳大利亚", "日本", "韩国", "新加坡", "德国", "法国"),
+    ),
     ("address", "地址"),
     ("courier", "carrier", "express", "快递", "物流"),
     ("parcel", "package", "包裹"),
@@ -57,6 +83,7 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("invoice", "receipt", "fapiao", "发票"),
     ("vat", "special invoice", "增值税", "专票"),
     ("points", "积分"),
+    ("yuan", "cny", "rmb", "人民币", "块钱"),
     ("member", "membership", "会员"),
     ("coupon", "voucher", "discount", "优惠券", "优惠"),
     ("gift card", "礼品卡"),
@@ -75,6 +102,10 @@ GROUPS: tuple[tuple[str, ...], ...] = (
         "上班",
     ),
     ("holiday", "假期", "节假日"),
+    (
+        *("weekend", "saturday", "sunday", "周末", "周六", "周日"),
+        *("星期六", "星期天", "星期日", "礼拜六", "礼拜天"),
+    ),
     ("spring festival", "chinese new year", "春节", "过年"),
     # contact and account
     ("hotline", "phone", "call", "telephone", "热线", "电话", "客服电话"),
@@ -82,8 +113,10 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("email", "e-mail", "mail", "邮件", "邮箱"),
     ("contact", "reach", "联系"),
     ("account", "账户", "账号"),
-    ("delete account", "close account", "注销", "删除账户", "删除账号"),
+    ("delete account", "close account", "注销", "删除账户", "删除账号", "删掉账号", "删号"),
     ("password", "密码"),
+    ("marketing", "promo", "promotion", "promotional", "newsletter", "营销", "广告", "推广"),
+    ("unsubscribe", "opt out", "stop sending", "退订", "取消订阅"),
     ("privacy", "personal data", "personal information", "隐私", "个人信息"),
 )
 
@@ -97,4 +130,7 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     ),
     "cost": ("cny", "yuan", "rmb", "元"),
     "opening hours": ("am", "pm", "daily", "every day", "每天", "周一"),
+    "weekend": ("daily", "every day", "每天", "周一"),  # open every day: weekends too
+    "united states": ("abroad", "overseas", "outside china", "海外", "国外", "境外"),
+    "yuan": ("元",),
 }

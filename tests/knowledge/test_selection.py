@@ -20,9 +20,11 @@ def test_a_term_weighs_its_idf_and_a_glossary_term_its_most_common_form() -> Non
 
 def test_the_commonest_terms_are_dropped_only_while_they_cannot_reach_the_threshold() -> None:
     common, middling, rare = (Wanted(((u,),), w) for u, w in (("a", 1.0), ("b", 2.0), ("c", 7.0)))
-    share = 0.55 ** (1 / CALIBRATION)  # ~0.45 of the whole (10.0)
+    share = 0.55 ** (1 / CALIBRATION)  # ~0.34 of the whole (10.0)
+    lower = 0.4 ** (1 / CALIBRATION)  # ~0.19
 
     assert share * 10 > 3.0  # a chunk with only a and b covers 0.3: it cannot pass
     assert needed([common, middling, rare], 0.55) == [rare]
-    assert needed([common, middling, rare], 0.2) == [middling, rare]  # a and b: 0.3 could pass
+    assert 1.0 < lower * 10 < 3.0  # a alone cannot pass a threshold of 0.4; a and b could
+    assert needed([common, middling, rare], 0.4) == [middling, rare]
     assert needed([], 0.55) == []
