@@ -29,7 +29,7 @@ from app.knowledge.parsing import Format, parse
 from app.knowledge.passages import Passage, section_path
 from app.knowledge.records import Added, Document, DocumentPage
 from app.knowledge.scoring import own_heading, question_terms, score
-from app.knowledge.selection import needed, weighed
+from app.knowledge.selection import absent, needed, weighed
 from app.settings import KnowledgeSettings
 from app.storage.session_writer import NO_SESSION
 from app.storage.tx import Store, Tx
@@ -214,7 +214,8 @@ class KnowledgeBase(Store):
         terms = question_terms(query)
         units = sorted({u for term in terms for u in term.units})
         frequencies = await self.queries.frequencies(tenant_id, units) if units else {}
-        wanted = needed(weighed(terms, frequencies), self.settings.threshold)
+        least = absent(terms, frequencies, CANDIDATES)
+        wanted = needed(weighed(terms, frequencies), self.settings.threshold, least)
         candidates = await self.queries.candidates(tenant_id, wanted, now, CANDIDATES)
         # The collection size the weights are taken against is the index's, as the unit
         # counts are: every stored chunk, a policy out of its validity dates included.

@@ -3,8 +3,9 @@ left out only while together they could not carry a passage to the threshold."""
 
 from __future__ import annotations
 
-from app.knowledge.scoring import CALIBRATION, Term, idf
-from app.knowledge.selection import needed, weighed
+from app.knowledge.lexicon import specificity
+from app.knowledge.scoring import CALIBRATION, Term, idf, question_terms
+from app.knowledge.selection import absent, needed, weighed
 from app.knowledge.store import Wanted
 
 
@@ -28,3 +29,17 @@ def test_the_commonest_terms_are_dropped_only_while_they_cannot_reach_the_thresh
     assert 1.0 < lower * 10 < 3.0  # a alone cannot pass a threshold of 0.4; a and b could
     assert needed([common, middling, rare], 0.4) == [middling, rare]
     assert needed([], 0.55) == []
+
+
+def test_words_no_chunk_has_weigh_in_the_whole_so_more_common_terms_are_left_out() -> None:
+    # "refund" is rare, "card" common; "bitcoin" no chunk has. A chunk having only "card"
+    # covers card / (card + refund + bitcoin's least), which cannot reach the threshold once
+    # bitcoin is counted, though it could without it.
+    terms = question_terms("refund to my card in bitcoin")
+    frequencies = {"": 1000, "refund": 10, "card": 20}
+    wanted = weighed(terms, frequencies)
+    least = absent(terms, frequencies, 100)
+    assert least == idf(100, 1000) * specificity("bitcoin")  # may be taken for a misspelling
+    assert sorted(w.forms[0][0] for w in needed(wanted, 0.55)) == ["card", "refund"]
+    assert [w.forms[0][0] for w in needed(wanted, 0.55, least)] == ["refund"]
+    assert absent(question_terms("退款多久到账 比特币"), {"": 1000, "退款": 10}, 100) > 0
