@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-import json
 import math
+import re
+import threading
 from collections.abc import Iterator
-from functools import cache
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -53,54 +54,86 @@ def _package_file(package: str, name: str) -> Path:
 def _word_list(language: str) -> Iterator[tuple[str, float]]:
     """wordfreq's small word list of a language as (word, Zipf frequency). The file is a
     gzipped msgpack list: a header, then the words of each frequency band, the band's index
-    being minus its frequency in centibels (wordfreq's "cBpack")."""
+    being minus its frequency in centibels (wordfreq's "cBpack"). Read a band at a time: the
+    whole list at once left its few megabytes in the process's resident memory."""
     path = _package_file("wordfreq", f"data/small_{language}.msgpack.gz")
     with gzip.open(path) as f:
-        header, *bands = msgpack.unpack(f, raw=False)
-    if header != {"format": "cB", "version": 1}:
-        raise RuntimeError(f"{path}: not a word list this code reads ({header})")
-    for centibels, words in enumerate(bands):
-        for word in words:
-            yield word, 9 - centibels / 100
+        unpacker = msgpack.Unpacker(f, raw=False)
+        bands = unpacker.read_array_header() - 1
+        header = unpacker.unpack()
+        if header != {"format": "cB", "version": 1}:
+            raise RuntimeError(f"{path}: not a word list this code reads ({header})")
+        for centibels in range(bands):
+            for word in unpacker.unpack():
+                yield word, 9 - centibels / 100
 
 
-@cache
-def _zipf() -> dict[str, float]:
-    """Zipf frequency by English stem (its forms together) and by Chinese word."""
+@dataclass(frozen=True)
+class _Tables:
+    zipf: dict[str, int]  # tenths of a Zipf frequency (small ints are shared objects)
+    readings: dict[str, frozenset[str]]
+
+
+_tables: _Tables | None = None
+_lock = threading.Lock()
+
+
+def _read() -> _Tables:
+    """English stems (their forms together) more common than SPECIFIC, the rest weighing in
+    full anyway; every Chinese word of the list up to LONGEST characters, the segmentation's
+    dictionary; the readings of the characters those words are written with."""
     per_billion: dict[str, float] = {}
-    for word, zipf in _word_list("en"):
+    for word, frequency in _word_list("en"):
         if word.isascii() and word.isalpha():
             key = stem(word)
-            per_billion[key] = per_billion.get(key, 0.0) + 10**zipf
-    for word, zipf in _word_list("zh"):
+            per_billion[key] = per_billion.get(key, 0.0) + 10**frequency
+    english = {k: n for k, n in per_billion.items() if math.log10(n) > SPECIFIC}
+    chinese: dict[str, float] = {}
+    for word, frequency in _word_list("zh"):
         if not word.isascii() and len(word) <= LONGEST:
-            per_billion[word] = per_billion.get(word, 0.0) + 10**zipf
-    return {key: math.log10(n) for key, n in per_billion.items() if n >= 1}
+            chinese[word] = chinese.get(word, 0.0) + 10**frequency
+    zipf = {k: round(10 * math.log10(n)) for k, n in (english | chinese).items() if n >= 1}
+    characters = {ch for word in chinese for ch in word}
+    return _Tables(zipf, _readings(characters))
 
 
 def load() -> None:
-    """Read the word lists and readings now (start-up), not in a customer's first turn."""
-    _zipf()
-    _readings()
+    """Read the word lists and readings, once (~0.1 s, ~10 MB resident): the first search of
+    a process does it in a worker thread (`KnowledgeBase.rank`), so a process that answers no
+    policy question never pays for them, and anything else asking first reads them then."""
+    _get()
+
+
+def loaded() -> bool:
+    return _tables is not None
+
+
+def _get() -> _Tables:
+    global _tables
+    if _tables is None:
+        with _lock:
+            if _tables is None:
+                _tables = _read()
+    return _tables
 
 
 def specificity(unit: str) -> float:
     """What of its weight a question unit keeps for how common it is in everyday language:
     1 for a word that is rare or not in the list (a name, a trade word), LEAST for the
     commonest."""
-    zipf = _zipf().get(unit)
-    if zipf is None:
+    tenths = _get().zipf.get(unit)
+    if tenths is None:
         return 1.0
-    return max(LEAST, min(1.0, (EVERYDAY - zipf) / (EVERYDAY - SPECIFIC)))
+    return max(LEAST, min(1.0, (EVERYDAY - tenths / 10) / (EVERYDAY - SPECIFIC)))
 
 
 def is_word(text: str) -> bool:
-    return len(text) > 1 and text in _zipf()
+    return len(text) > 1 and text in _get().zipf
 
 
 def segment(run: str) -> list[str]:
     """A Chinese run cut into its most likely words (single characters where no word fits)."""
-    zipf = _zipf()
+    zipf = _get().zipf
     n = len(run)
     best: list[tuple[float, int]] = [(0.0, 0)] + [(-math.inf, 0)] * n
     for end in range(1, n + 1):
@@ -110,7 +143,7 @@ def segment(run: str) -> list[str]:
             if z is None and len(piece) > 1:
                 continue
             # log10 probability of the piece: its Zipf less the 9 of "per billion"
-            value = best[start][0] + (z if z is not None else _UNSEEN) - 9
+            value = best[start][0] + (z / 10 if z is not None else _UNSEEN) - 9
             if value > best[end][0]:
                 best[end] = (value, start)
     words: list[str] = []
@@ -135,15 +168,23 @@ def straddling(run: str) -> set[str]:
     return out
 
 
-@cache
-def _readings() -> dict[str, frozenset[str]]:
-    """Each Chinese character's readings without tones (pypinyin's table: 和 -> he, huo, hu)."""
-    table = json.loads(_package_file("pypinyin", "pinyin_dict.json").read_text("utf-8"))
+_READING = re.compile(r'^"(\d+)": "([^"]+)"')
+
+
+def _readings(characters: set[str]) -> dict[str, frozenset[str]]:
+    """The readings of `characters` without tones (pypinyin's table: 和 -> he, huo, hu). Its
+    JSON has a character a line, read a line at a time for the same reason as the words."""
     shared: dict[str, frozenset[str]] = {}  # most characters share a reading with others
     out: dict[str, frozenset[str]] = {}
-    for code, marked in table.items():
-        toneless = marked.translate(_TONE_MARKS)
-        out[chr(int(code))] = shared.setdefault(toneless, frozenset(toneless.split(",")))
+    with _package_file("pypinyin", "pinyin_dict.json").open(encoding="utf-8") as lines:
+        for line in lines:
+            entry = _READING.match(line)
+            if entry is None or chr(int(entry[1])) not in characters:
+                continue
+            toneless = entry[2].translate(_TONE_MARKS)
+            out[chr(int(entry[1]))] = shared.setdefault(toneless, frozenset(toneless.split(",")))
+    if not out:
+        raise RuntimeError("pypinyin's pinyin_dict.json: no reading this code can read")
     return out
 
 
@@ -155,7 +196,7 @@ def sounds_like(a: str, b: str) -> bool:
     积分, 多旧 and 多久: what an input method or a speech recogniser writes for the other)."""
     if len(a) != len(b) or a == b:
         return a == b
-    readings = _readings()
+    readings = _get().readings
     return all(
         x == y or bool(readings.get(x, frozenset()) & readings.get(y, frozenset()))
         for x, y in zip(a, b, strict=True)

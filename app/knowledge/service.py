@@ -11,6 +11,7 @@ sees only its documents.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from app.errors import DocumentNotFound, DocumentTooLarge, InvalidDocument
-from app.knowledge import store
+from app.knowledge import lexicon, store
 from app.knowledge.analysis import terms_column
 from app.knowledge.chunking import chunk
 from app.knowledge.gaps import KnowledgeGaps
@@ -211,6 +212,8 @@ class KnowledgeBase(Store):
     async def rank(self, tenant_id: str, query: str) -> list[tuple[store.Candidate, float]]:
         """Every candidate passage for `query`, best first, with its score (no threshold)."""
         now = self.clock()
+        if not lexicon.loaded():  # the first search of the process: ~0.1 s, off the loop
+            await asyncio.to_thread(lexicon.load)
         terms = question_terms(query)
         units = sorted({u for term in terms for u in term.units})
         frequencies = await self.queries.frequencies(tenant_id, units) if units else {}

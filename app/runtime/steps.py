@@ -19,7 +19,6 @@ from app.conversation.bus import EventBus
 from app.conversation.loop import AgentLoop, LoopLimits
 from app.conversation.ownership import LeaseConfig, SessionLeases, keep_leases
 from app.conversation.service import ConversationService
-from app.knowledge import lexicon
 from app.knowledge.ingest import add_paths
 from app.knowledge.passages import KnowledgeSearch
 from app.knowledge.service import KnowledgeBase
@@ -119,10 +118,7 @@ def start_memory(stack: Stack, settings: Settings, db: Database) -> MemoryServic
 async def start_knowledge(settings: Settings, db: Database, memory: MemoryService) -> KnowledgeBase:
     """The knowledge base (embedding with memory's model, when one is configured); on first
     start, while the default tenant has no documents, the documents of HERMES_KNOWLEDGE_DIR
-    (the demo shop's policies), so policy questions are answered out of the box. The word
-    lists a question is weighed by (app/knowledge/lexicon.py) are read now, not in the first
-    customer's turn."""
-    await asyncio.to_thread(lexicon.load)
+    (the demo shop's policies), so policy questions are answered out of the box."""
     knowledge = KnowledgeBase(db, settings.knowledge, embedder=memory.embedder)
     folder = settings.knowledge.dir
     if folder is None or not folder.is_dir() or await knowledge.count(LOCAL.tenant_id):
