@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.settings import PROJECT_ROOT
 
 
 @pytest.fixture
@@ -87,7 +88,25 @@ def test_kb_eval_reports_recall_and_unanswerable_per_language(
         assert figures["recall@1"] <= figures["recall@3"] <= figures["recall@5"]
         assert figures["unanswerable"] == 12
     # Where retrieval stands today (see the report of issue 27): a floor, so it can only rise.
-    # The issue's targets (recall@3 >= 0.90 per language) are not met yet.
-    assert report["languages"]["en"]["recall@3"] >= 0.74
-    assert report["languages"]["zh"]["recall@3"] >= 0.71
+    # The issue's target (recall@3 >= 0.90 per language) is met in English, not yet in Chinese.
+    assert report["languages"]["en"]["recall@3"] >= 0.90
+    assert report["languages"]["zh"]["recall@3"] >= 0.85
     assert report["unanswerable_with_source_share"] <= 0.05
+
+
+def test_kb_eval_asks_the_held_out_questions_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    # The held-out questions were never tuned on (docs/knowledge.md): a floor where they stood
+    # on 2026-12-08, so a change that helps the tuned questions at their expense shows here.
+    monkeypatch.setenv("HERMES_DB_PATH", str(tmp_path / "unused.db"))
+    held_out = PROJECT_ROOT / "data" / "knowledge" / "eval" / "heldout.jsonl"
+
+    main(["kb", "eval", "--json", "--file", str(held_out)])
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["languages"]["en"]["answerable"] == 44
+    assert report["languages"]["zh"]["answerable"] == 49
+    assert report["languages"]["en"]["recall@3"] >= 0.66
+    assert report["languages"]["zh"]["recall@3"] >= 0.84
+    assert report["unanswerable_with_source_share"] <= 0.125
