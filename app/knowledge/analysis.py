@@ -39,9 +39,9 @@ LATIN_STOP = frozenset(
 # is not a word), nor a character of theirs standing alone. A run is not cut at the single
 # characters below ("请" is in "申请", "会" in "会员"), only at sentence-final particles.
 _HAN_STOP_WORDS = frozenset(
-    """请问 你们 我们 您们 还是 或者 可以 能否 能不 不能 怎么 怎样 如何 什么 哪些 哪个 哪里 是否
-    是不 不是 有没 没有 一下 这个 那个 麻烦 帮我 告诉 知道 为什 么时 时候 多少 几个 要不 需要
-    应该 还能 还可 的话 一般 以后 之后 以前 之前 然后 已经 现在 还有 没有 有人 有的""".split()
+    """请问 你们 我们 您们 还是 或者 可以 能否 能不 不能 怎么 怎样 如何 什么 是否 是不 不是
+    有没 没有 一下 这个 那个 麻烦 帮我 告诉 知道 为什 么时 时候 多少 要不 需要 应该 还能 还可
+    的话 一般 以后 之后 以前 之前 然后 已经 现在 还有 有人 有的""".split()
 )
 HAN_STOP_CHARS = frozenset(
     "的地得了吗呢吧啊呀哦嘛么是在我你您他她它和跟与及或都也就还再又很会能想要把给请一个这那谁嗯么怎样何哪几多少有"
@@ -115,8 +115,8 @@ def question_units(text: str) -> list[str]:
 
 
 def _stop_pair(pair: str) -> bool:
-    """A function word, or an interrogative with its measure word: 哪家, 几次, 几件 ask which
-    or how many of something, as 哪个 does."""
+    """A function word, or an interrogative with its measure word or ending: 哪个, 哪里, 哪家,
+    几个, 几次 ask which, where or how many of something."""
     return pair in _HAN_STOP_WORDS or pair[0] in _HAN_INTERROGATIVES
 
 

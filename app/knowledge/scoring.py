@@ -225,20 +225,20 @@ def homophones(pair: str, candidates: Sequence[Units]) -> set[str]:
     character the same, the other read alike, tones aside (积份 -> 积分, 到帐 -> 到账). Only the
     pairs sharing a character are read, found by `str.find` (a search's candidates have tens
     of thousands of units; their headings' are left out: a heading's words are in its text)."""
-    first, second = pair[0], pair[1]
+    starts, ends = f" {pair[0]}", f"{pair[1]} "  # a unit beginning / ending like `pair`
     found: set[str] = set()
     for units in candidates:
         text = units.padded
-        at = text.find(f" {first}")
+        at = text.find(starts)
         while at >= 0:
             if text[at + 3 : at + 4] == " ":
                 found.add(text[at + 1 : at + 3])
-            at = text.find(f" {first}", at + 2)
-        at = text.find(f"{second} ")
+            at = text.find(starts, at + 2)
+        at = text.find(ends)
         while at >= 0:
             if at >= 2 and text[at - 2] == " ":
                 found.add(text[at - 1 : at + 1])
-            at = text.find(f"{second} ", at + 2)
+            at = text.find(ends, at + 2)
     return {unit for unit in found if sounds_like(pair, unit)}
 
 
@@ -332,8 +332,8 @@ def score(
             unknown.append(stray.unknown_share)
         elif not known.issuperset(pair):
             unknown.append(HAN_CHAR)
-    # A word no document uses weighs what a typical known word of the question weighs: it
-    # says the question is partly about something else, not that it is about nothing here.
+    # A word no document uses weighs as a word only one chunk has: the question is partly
+    # about something the documents do not cover.
     whole = sum(weight for weight, _, _ in columns) + idf(1, total) * sum(unknown)
     if not whole:
         return [0.0] * len(candidates)
